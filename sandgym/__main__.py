@@ -1,0 +1,5 @@
+import sys
+
+from sandgym.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""The ``sandgym`` command. Thin: each subpackage adds its subcommands; handlers build a config and call run()."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from sandgym import __version__
+
+# Each module defines ``add_commands(subparsers)``; handlers are set with ``set_defaults(func=...)`` and return
+# an exit code. Modules import heavy dependencies inside their handlers so ``sandgym --help`` stays fast.
+COMMAND_MODULES: tuple[str, ...] = (
+    "sandgym.envs.cli",
+    "sandgym.tasks.cli",
+    "sandgym.agents.cli",
+    "sandgym.train.cli",
+    "sandgym.evaluate.cli",
+    "sandgym.sandbox.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sandgym",
+        description="Post-train LLM agents with RL on multi-step tasks in a real sandbox.",
+    )
+    parser.add_argument("--version", action="version", version=f"sandgym {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a subpackage whose commands are not built yet
+            if exc.name == name:
+                continue
+            raise
+        module.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 0
+    from sandgym.errors import SandgymError
+
+    try:
+        return int(func(args) or 0)
+    except SandgymError as exc:
+        print(f"sandgym: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Environments: Gymnasium envs whose tools run in a sandbox, tool calling, and versioned rewards."""

@@ -1,0 +1,198 @@
+"""The sandbox contract shared by every backend: limits in, typed results out.
+
+Rules that make backends interchangeable:
+- ``exec`` never raises because the sandboxed program failed; only infrastructure problems raise ``SandboxError``.
+- Paths are relative to ``workdir``; ``..`` and symlinks are refused by the host-side file API.
+- A ``str`` command runs under ``bash -c``; a sequence runs as an argv.
+- ``close()`` is idempotent and kills everything the sandbox started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from sandgym.errors import SandboxError
+
+__all__ = ["Limits", "ExecResult", "TestReport", "TestOutcome", "Sandbox", "CodeSession", "SandboxError"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits applied to every process a sandbox runs."""
+
+    timeout_s: float = 10.0
+    """Default wall-clock limit of one ``exec`` (a per-call ``timeout=`` overrides it)."""
+    memory_mb: int = 1024
+    """Address-space limit (RLIMIT_AS) of each process; exceeding it is reported as ``oom``."""
+    max_procs: int = 64
+    """Process limit (RLIMIT_NPROC, enforced because the sandbox runs as a dedicated unprivileged uid)."""
+    max_output_bytes: int = 1 << 20
+    """Bytes kept of stdout and of stderr each; more sets ``output_truncated``."""
+    max_file_mb: int = 64
+    """Largest single file a process may write (RLIMIT_FSIZE)."""
+    tmp_mb: int = 64
+    """Size cap of the private ``/tmp``."""
+    workspace_mb: int = 256
+    """Size of the workspace checked after each call; larger is reported in ``ExecResult.stderr``."""
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "memory_mb", "max_procs", "max_output_bytes", "max_file_mb", "tmp_mb"):
+            value = getattr(self, name)
+            if not value or value <= 0:
+                raise ValueError(f"Limits.{name}={value!r} must be > 0; pass a positive number")
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one sandboxed run did, with the runtime signals that rewards use."""
+
+    exit_code: int | None
+    """Exit status; ``128 + n`` when killed by signal ``n``; None when the harness killed it on timeout."""
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    oom: bool = False
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    """User + system CPU time of the sandboxed process tree (less noisy than wall time on a shared machine)."""
+    peak_rss_mb: float = 0.0
+    output_truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.oom
+
+    @property
+    def status(self) -> Literal["ok", "error", "timeout", "oom"]:
+        if self.timed_out:
+            return "timeout"
+        if self.oom:
+            return "oom"
+        return "ok" if self.exit_code == 0 else "error"
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One hidden test's result, from the structured report (never from an exit code)."""
+
+    name: str
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """The structured result of a hidden-test run.
+
+    ``passed`` counts only tests the report lists as passed; a missing or short report (for example after
+    ``os._exit(0)`` in the solution) means ``reported < expected`` and the missing tests count as failed.
+    """
+
+    expected: int
+    outcomes: tuple[TestOutcome, ...] = ()
+    exec: ExecResult | None = None
+    report_found: bool = False
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for o in self.outcomes if o.outcome == "passed")
+
+    @property
+    def reported(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def fraction(self) -> float:
+        """Share of the expected tests that passed (0.0 when nothing was expected)."""
+        return self.passed / self.expected if self.expected > 0 else 0.0
+
+    @property
+    def all_passed(self) -> bool:
+        return self.report_found and self.expected > 0 and self.passed == self.expected
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """An isolated place to run untrusted code, with a private writable workspace."""
+
+    workdir: str
+    limits: Limits
+
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: str | bytes | None = None,
+    ) -> ExecResult:
+        """Run a command in the workspace. Raises ``SandboxError`` only for infrastructure failures."""
+        ...
+
+    def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
+        """Run a Python program (fresh state each call) on the fast warm path where the backend has one."""
+        ...
+
+    def run_tests(
+        self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None
+    ) -> TestReport:
+        """Run pytest on hidden test files against the workspace.
+
+        The files are placed where the agent's code cannot write them, ``conftest.py`` and ``sitecustomize.py``
+        in the workspace have no effect, and the report is structured (never an exit code alone).
+        """
+        ...
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        """Write a workspace file (parents created). Raises ValueError for ``..``/absolute paths or symlinks."""
+        ...
+
+    def read_file(self, path: str) -> str:
+        """Read a workspace file as UTF-8 (undecodable bytes replaced). FileNotFoundError if missing."""
+        ...
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read a workspace file's bytes. FileNotFoundError if missing."""
+        ...
+
+    def list_files(self, path: str = ".") -> list[str]:
+        """Regular files under ``path``, recursively, as sorted paths relative to the workspace."""
+        ...
+
+    def close(self) -> None:
+        """Kill everything and remove the workspace. Safe to call more than once."""
+        ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class CodeSession(Protocol):
+    """A stateful Python interpreter (variables persist between calls), like a notebook kernel."""
+
+    def run_code(self, code: str, *, timeout: float | None = None) -> ExecResult:
+        """Run a cell. A Python exception gives a non-zero ``exit_code`` with the traceback in ``stderr``;
+        a timeout kills the interpreter, resets its state and says so in ``stderr``."""
+        ...
+
+    def reset(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class IsolationReport:
+    """What ``sandgym sandbox check`` found: which probes were contained, and the measured latency."""
+
+    backend: str
+    probes: Mapping[str, bool] = field(default_factory=dict)
+    latency_ms: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def contained(self) -> bool:
+        return all(self.probes.values())

@@ -1,0 +1,100 @@
+"""The typed task model: frozen data, no behaviour beyond validation of its own fields."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sandgym.errors import TaskError
+
+Split = Literal["train", "heldout"]
+VerifierKind = Literal["tests", "match", "script"]
+Matcher = Literal["exact", "normalized", "number", "contains", "regex", "set"]
+
+SPLITS: tuple[str, ...] = ("train", "heldout")
+VERIFIER_KINDS: tuple[str, ...] = ("tests", "match", "script")
+MATCHERS: tuple[str, ...] = ("exact", "normalized", "number", "contains", "regex", "set")
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """How a task is decided.
+
+    - ``tests``: hidden pytest files (``tests``) run against the workspace; ``expected_tests`` is the number of
+      test cases the structured report must list (a short report counts the missing ones as failed).
+      ``traps`` are extra hidden edge-case tests kept apart from the main ones.
+    - ``match``: the submitted answer is compared with ``answer`` by ``matcher``.
+    - ``script``: ``script`` (Python) runs in the sandbox with the answer in ``answer.txt`` and must print a JSON
+      line ``{"score": float in [0, 1]}``.
+    """
+
+    kind: VerifierKind
+    tests: Mapping[str, str] = field(default_factory=dict)
+    expected_tests: int = 0
+    traps: Mapping[str, str] = field(default_factory=dict)
+    expected_traps: int = 0
+    answer: str | None = None
+    matcher: Matcher = "normalized"
+    script: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in VERIFIER_KINDS:
+            raise TaskError(f"verifier.kind={self.kind!r} is not one of {VERIFIER_KINDS}; pick one of them")
+        if self.kind == "tests" and (not self.tests or self.expected_tests <= 0):
+            raise TaskError(
+                "verifier.kind='tests' needs verifier.tests (file name -> pytest source) and "
+                f"verifier.expected_tests > 0 (got {len(self.tests)} files, expected_tests={self.expected_tests})"
+            )
+        if self.kind == "match" and self.answer is None:
+            raise TaskError("verifier.kind='match' needs verifier.answer; add the expected answer string")
+        if self.kind == "match" and self.matcher not in MATCHERS:
+            raise TaskError(f"verifier.matcher={self.matcher!r} is not one of {MATCHERS}")
+        if self.kind == "script" and not self.script:
+            raise TaskError("verifier.kind='script' needs verifier.script (Python printing {\"score\": x})")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A known-good solution: workspace files to write and/or a final answer to submit."""
+
+    files: Mapping[str, str] = field(default_factory=dict)
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskLimits:
+    """Per-task budgets (the environment may tighten but never loosen them)."""
+
+    max_turns: int = 8
+    exec_timeout_s: float = 10.0
+    episode_timeout_s: float = 300.0
+    max_observation_chars: int = 8000
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task instance: what the agent is told, the workspace it starts in, and how it is decided."""
+
+    id: str
+    domain: str
+    family: str
+    split: Split
+    prompt: str
+    verifier: Verifier
+    files: Mapping[str, str] = field(default_factory=dict)
+    visible_tests: Mapping[str, str] = field(default_factory=dict)
+    reference: Reference | None = None
+    limits: TaskLimits = field(default_factory=TaskLimits)
+    difficulty: int = 1
+    unseen: bool = False
+    """Family held out of training by default, so evaluation can measure transfer."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise TaskError("task.id is empty; give every task a unique id")
+        if self.split not in SPLITS:
+            raise TaskError(f"task {self.id}: split={self.split!r} is not one of {SPLITS}")
+        if not self.prompt.strip():
+            raise TaskError(f"task {self.id}: prompt is empty; say what the agent must do")
