@@ -1,0 +1,79 @@
+"""Advantage estimators: pure functions from rewards of G samples per task to one advantage per sample.
+
+>>> import torch
+>>> [round(x, 4) for x in grpo_advantages(torch.tensor([1.0, 0.0, 1.0, 0.0]), torch.tensor([0, 0, 0, 0])).tolist()]
+[1.0, -1.0, 1.0, -1.0]
+>>> grpo_advantages(torch.tensor([1.0, 0.0]), torch.tensor([0, 0]), scale_by_std=False).tolist()
+[0.5, -0.5]
+>>> [round(x, 4) for x in rloo_advantages(torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0, 0, 0])).tolist()]
+[1.0, -0.5, -0.5]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+ADVANTAGE_ESTIMATORS = ("grpo", "dr_grpo", "rloo")
+
+
+def _group_mean(rewards: torch.Tensor, groups: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-sample group mean, group size and the inverse index (shapes [N], [N], [N])."""
+    _, inverse, counts = torch.unique(groups, return_inverse=True, return_counts=True)
+    sums = torch.zeros(len(counts), dtype=rewards.dtype).index_add_(0, inverse, rewards)
+    mean = (sums / counts.to(rewards.dtype))[inverse]
+    return mean, counts[inverse].to(rewards.dtype), inverse
+
+
+def grpo_advantages(
+    rewards: torch.Tensor, groups: torch.Tensor, *, scale_by_std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
+    """GRPO: ``r - mean(group)``, divided by the group's (population) std when ``scale_by_std``.
+
+    ``scale_by_std=False`` is Dr.GRPO (no std division, which biases towards easy/hard groups otherwise).
+    Shapes: rewards [N] float, groups [N] int (samples of one task share a group id) -> [N].
+    """
+    mean, _, inverse = _group_mean(rewards, groups)
+    adv = rewards - mean
+    if scale_by_std:
+        sq = torch.zeros(int(inverse.max()) + 1, dtype=rewards.dtype).index_add_(0, inverse, adv * adv)
+        counts = torch.bincount(inverse).to(rewards.dtype)
+        std = torch.sqrt(sq / counts)[inverse]
+        adv = adv / (std + eps)
+    return adv
+
+
+def rloo_advantages(rewards: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """RLOO: each sample's reward minus the mean of the OTHER samples of its group.
+
+    Equals ``G / (G - 1) * (r - mean)``; a group of one sample gets advantage 0.
+    """
+    mean, counts, _ = _group_mean(rewards, groups)
+    scale = torch.where(counts > 1, counts / (counts - 1).clamp(min=1), torch.zeros_like(counts))
+    return scale * (rewards - mean)
+
+
+def compute_advantages(name: str, rewards: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """Dispatch by estimator name (one of ``ADVANTAGE_ESTIMATORS``)."""
+    if name == "grpo":
+        return grpo_advantages(rewards, groups, scale_by_std=True)
+    if name == "dr_grpo":
+        return grpo_advantages(rewards, groups, scale_by_std=False)
+    if name == "rloo":
+        return rloo_advantages(rewards, groups)
+    raise ValueError(f"advantage estimator {name!r} is not one of {ADVANTAGE_ESTIMATORS}")
+
+
+def per_step_returns(turn_rewards: Sequence[float]) -> list[float]:
+    """Return-to-go of each turn (undiscounted): ``G_t = sum_{k >= t} r_k``.
+
+    >>> per_step_returns([0.0, 0.5, 1.0])
+    [1.5, 1.5, 1.0]
+    """
+    out: list[float] = []
+    acc = 0.0
+    for r in reversed(list(turn_rewards)):
+        acc += r
+        out.append(acc)
+    return out[::-1]

@@ -1,0 +1,185 @@
+"""The one config of ``sandgym train`` / ``sandgym sft``: TOML file + ``--set`` overrides, validated up front."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from sandgym.configs import apply_overrides, from_dict, load_toml
+from sandgym.errors import ConfigError
+from sandgym.train.advantages import ADVANTAGE_ESTIMATORS
+from sandgym.train.loss import LOSS_AGGREGATIONS
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "smollm2-135m"
+    """Embedded name, Hugging Face id (available offline) or local directory."""
+    adapter: str | None = None
+    """Start from this PEFT adapter directory (e.g. an SFT warm start) instead of a fresh LoRA."""
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    target_modules: tuple[str, ...] = ()
+    """Empty: sensible defaults for the architecture (all attention and MLP projections)."""
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    name: Literal["grpo", "dr_grpo", "rloo"] = "grpo"
+    """Advantage estimator: grpo (divide by group std), dr_grpo (no std division), rloo (leave-one-out)."""
+    group_size: int = 4
+    """Samples per task (G)."""
+    beta: float = 0.0
+    """KL coefficient to the adapter-disabled reference; 0 skips the reference pass entirely."""
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    epochs: int = 1
+    """Optimiser passes over each batch (>1 makes the clipped ratio matter)."""
+    tis_cap: float = 2.0
+    """Cap of the truncated importance weight correcting generator/trainer log-prob mismatch."""
+    loss_aggregation: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"] = "token_mean"
+    advantage_mode: Literal["trajectory", "per_step"] = "trajectory"
+    skip_zero_advantage: bool = True
+    """Do not spend forward/backward passes on groups whose rewards are all equal (exact when beta = 0)."""
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    max_new_tokens: int = 128
+    max_turns: int = 3
+    max_total_tokens: int = 2048
+    temperature: float = 1.0
+    top_p: float = 1.0
+    code_action: Literal["python", "submit", "none"] = "submit"
+    """A fenced python block with no tool call: run it ("python"), write it to the task's file and submit
+    ("submit"), or count it as a turn without a tool call ("none")."""
+    sandbox: str = "local"
+
+
+@dataclass(frozen=True)
+class DomainConfig:
+    suite: str
+    """A suite spec, e.g. "coding/strings:train" or a task file."""
+    name: str = ""
+    """Name used for normalisation and logging (default: the suite's domain)."""
+    weight: float = 1.0
+    difficulty: int | None = None
+    n_tasks: int = 64
+    """How many tasks to generate from the suite (generated suites are infinite)."""
+
+
+@dataclass(frozen=True)
+class DomainsConfig:
+    mix: tuple[DomainConfig, ...] = (DomainConfig(suite="coding:train"),)
+    weighting: Literal["fixed", "linear", "adaptive"] = "fixed"
+    """fixed: config weights; linear: from the weights to uniform over the run; adaptive: favour domains whose
+    success rate is away from 0 and 1 (where groups have reward variance, so the gradient is informative)."""
+    normalize: bool = True
+    """Normalise rewards per domain with running mean/std before group advantages."""
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    lr: float = 5e-5
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    steps: int = 20
+    tasks_per_step: int = 8
+    micro_batch: int = 4
+    warmup_steps: int = 0
+    loss_explode: float = 1e4
+    """Stop (keeping the last good checkpoint) when |loss| exceeds this or is NaN."""
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    every: int = 5
+    keep_last: int = 3
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    tensorboard: bool = True
+    sample_trajectories: int = 4
+    """Trajectories written per step to trajectories.jsonl for inspection."""
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    source: str = "oracle"
+    """"oracle" (scripted oracle on the train domains) or a JSONL of chat transcripts."""
+    episodes: int = 64
+    epochs: int = 2
+    lr: float = 2e-4
+    micro_batch: int = 4
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything one training run needs. Load with :func:`load_config`."""
+
+    out_dir: str = "runs/train"
+    seed: int = 0
+    init: Literal["base", "sft"] = "base"
+    """"sft": run the SFT warm start (section [sft]) before RL."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    rollout: RolloutSettings = field(default_factory=RolloutSettings)
+    domains: DomainsConfig = field(default_factory=DomainsConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+
+def validate(c: TrainConfig) -> None:
+    """Invariants checked before any work starts; each error names the key, the value and the fix."""
+
+    def bad(key: str, value: object, fix: str) -> ConfigError:
+        return ConfigError(f"{key}={value!r}: {fix}")
+
+    if c.algorithm.name not in ADVANTAGE_ESTIMATORS:
+        raise bad("algorithm.name", c.algorithm.name, f"use one of {ADVANTAGE_ESTIMATORS}")
+    if c.algorithm.loss_aggregation not in LOSS_AGGREGATIONS:
+        raise bad("algorithm.loss_aggregation", c.algorithm.loss_aggregation, f"use one of {LOSS_AGGREGATIONS}")
+    if c.algorithm.group_size < 2:
+        raise bad("algorithm.group_size", c.algorithm.group_size, "group advantages need at least 2 samples")
+    if c.algorithm.beta < 0:
+        raise bad("algorithm.beta", c.algorithm.beta, "the KL coefficient must be >= 0 (0 disables it)")
+    if c.algorithm.epochs < 1:
+        raise bad("algorithm.epochs", c.algorithm.epochs, "use at least 1 optimiser pass per batch")
+    if not 0 < c.optim.lr < 1:
+        raise bad("optim.lr", c.optim.lr, "use a learning rate in (0, 1), e.g. 5e-5")
+    for key in ("steps", "tasks_per_step", "micro_batch"):
+        if getattr(c.optim, key) < 1:
+            raise bad(f"optim.{key}", getattr(c.optim, key), "must be >= 1")
+    if c.rollout.temperature <= 0:
+        raise bad("rollout.temperature", c.rollout.temperature, "sampling needs a temperature > 0")
+    if not 0 < c.rollout.top_p <= 1:
+        raise bad("rollout.top_p", c.rollout.top_p, "use a value in (0, 1]")
+    if not c.domains.mix:
+        raise bad("domains.mix", c.domains.mix, "list at least one [[domains.mix]] with a suite")
+    for i, d in enumerate(c.domains.mix):
+        if d.weight < 0:
+            raise bad(f"domains.mix[{i}].weight", d.weight, "weights must be >= 0")
+    if sum(d.weight for d in c.domains.mix) <= 0:
+        raise bad("domains.mix.weight", [d.weight for d in c.domains.mix], "at least one weight must be > 0")
+    if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
+        raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """TOML file (optional) + ``section.key=value`` overrides -> a validated :class:`TrainConfig`."""
+    data = load_toml(path) if path is not None else {}
+    apply_overrides(data, overrides)
+    try:
+        return from_dict(TrainConfig, data)
+    except ConfigError as e:
+        where = f"{path}: " if path else ""
+        raise ConfigError(f"{where}{e}") from e

@@ -1,0 +1,181 @@
+"""One learner update on a batch of trajectories: tensors -> log-probs -> loss -> backward -> optimiser step.
+
+Shapes in docstrings: B sequences (a micro-batch), T tokens (padded), V vocabulary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from sandgym.agents.trajectory import Trajectory
+from sandgym.train.config import AlgorithmConfig
+from sandgym.train.loss import policy_loss, token_logprobs
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One trajectory ready for the learner, with its per-token advantages (aligned on ``token_ids``)."""
+
+    token_ids: tuple[int, ...]
+    action_mask: tuple[int, ...]
+    sampling_logprobs: tuple[float, ...]
+    advantages: tuple[float, ...]
+
+
+def make_samples(trajs: Sequence[Trajectory], per_token_adv: Sequence[Sequence[float]]) -> list[Sample]:
+    return [
+        Sample(t.token_ids, t.action_mask, t.logprobs, tuple(a))
+        for t, a in zip(trajs, per_token_adv, strict=True)
+        if t.has_tokens and sum(t.action_mask) > 0
+    ]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Padded tensors of one micro-batch; everything but ``input_ids``/``attention_mask`` is aligned on targets.
+
+    input_ids, attention_mask: [B, T]; targets, mask, sampling_logp, advantages: [B, T-1].
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    targets: torch.Tensor
+    mask: torch.Tensor
+    sampling_logp: torch.Tensor
+    advantages: torch.Tensor
+
+
+def collate(samples: Sequence[Sample], pad_id: int, device: torch.device | str = "cpu") -> Batch:
+    n = max(len(s.token_ids) for s in samples)
+    ids = torch.full((len(samples), n), pad_id, dtype=torch.long)
+    att = torch.zeros((len(samples), n), dtype=torch.long)
+    mask = torch.zeros((len(samples), n), dtype=torch.float32)
+    slp = torch.zeros((len(samples), n), dtype=torch.float32)
+    adv = torch.zeros((len(samples), n), dtype=torch.float32)
+    for i, s in enumerate(samples):
+        k = len(s.token_ids)
+        ids[i, :k] = torch.tensor(s.token_ids)
+        att[i, :k] = 1
+        mask[i, :k] = torch.tensor(s.action_mask, dtype=torch.float32)
+        slp[i, :k] = torch.tensor(s.sampling_logprobs, dtype=torch.float32)
+        adv[i, :k] = torch.tensor(s.advantages, dtype=torch.float32)
+    return Batch(
+        input_ids=ids.to(device),
+        attention_mask=att.to(device),
+        targets=ids[:, 1:].to(device),
+        mask=mask[:, 1:].to(device),
+        sampling_logp=slp[:, 1:].to(device),
+        advantages=adv[:, 1:].to(device),
+    )
+
+
+def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -> torch.Tensor:
+    """Log-probs [B, T-1] of the batch's targets under ``model`` (logits / temperature)."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+    return token_logprobs(out.logits[:, :-1], batch.targets, temperature)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    loss: float
+    pg_loss: float
+    kl: float
+    clip_frac: float
+    tis_mean: float
+    grad_norm: float
+    tokens: int
+    sequences: int
+
+
+def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
+    # Sort by length so padding is small; order does not change the summed gradient.
+    ordered = sorted(samples, key=lambda s: len(s.token_ids))
+    for i in range(0, len(ordered), size):
+        yield list(ordered[i : i + size])
+
+
+def learner_update(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    samples: Sequence[Sample],
+    algo: AlgorithmConfig,
+    *,
+    pad_id: int,
+    temperature: float,
+    micro_batch: int,
+    max_grad_norm: float,
+    norm_len: int,
+    device: torch.device | str = "cpu",
+) -> StepStats:
+    """``algo.epochs`` optimiser passes over ``samples``; returns averaged statistics.
+
+    Each micro-batch's loss is scaled by its share of the batch's sampled tokens (or sequences), so the summed
+    gradient equals the gradient of the loss aggregated over the whole batch.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    total_tokens = sum(sum(s.action_mask[1:]) for s in samples)
+    mbs = [collate(mb, pad_id, device) for mb in micro_batches(samples, micro_batch)]
+    old = _old_logprobs(model, mbs, temperature) if algo.epochs > 1 else None
+    ref = _ref_logprobs(model, mbs, temperature) if algo.beta > 0 else None
+    totals = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "tis_mean": 0.0}
+    grad_norm = 0.0
+    for _ in range(algo.epochs):
+        optimizer.zero_grad(set_to_none=True)
+        for i, mb in enumerate(mbs):
+            new = forward_logprobs(model, mb, temperature)
+            parts = policy_loss(
+                new,
+                old[i] if old is not None else new.detach(),
+                mb.sampling_logp,
+                mb.advantages,
+                mb.mask,
+                ref_logp=ref[i] if ref is not None else None,
+                beta=algo.beta,
+                clip_low=algo.clip_low,
+                clip_high=algo.clip_high,
+                tis_cap=algo.tis_cap,
+                aggregation=algo.loss_aggregation,
+                norm_len=norm_len,
+            )
+            share = _share(mb, algo.loss_aggregation, total_tokens, len(samples))
+            (parts.loss * share).backward()
+            for k in totals:
+                totals[k] += float(getattr(parts, k) if k != "loss" else parts.loss.detach()) * share
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+        if math.isfinite(grad_norm):
+            optimizer.step()
+    n = algo.epochs
+    return StepStats(
+        loss=totals["loss"] / n,
+        pg_loss=totals["pg_loss"] / n,
+        kl=totals["kl"] / n,
+        clip_frac=totals["clip_frac"] / n,
+        tis_mean=totals["tis_mean"] / n,
+        grad_norm=grad_norm,
+        tokens=total_tokens,
+        sequences=len(samples),
+    )
+
+
+def _share(mb: Batch, aggregation: str, total_tokens: int, total_seqs: int) -> float:
+    if aggregation == "token_mean":
+        return float(mb.mask.sum()) / max(total_tokens, 1)
+    return mb.input_ids.shape[0] / max(total_seqs, 1)
+
+
+@torch.no_grad()
+def _old_logprobs(model: torch.nn.Module, mbs: Sequence[Batch], temperature: float) -> list[torch.Tensor]:
+    return [forward_logprobs(model, mb, temperature) for mb in mbs]
+
+
+@torch.no_grad()
+def _ref_logprobs(model: torch.nn.Module, mbs: Sequence[Batch], temperature: float) -> list[torch.Tensor]:
+    """Reference log-probs: the same model with the LoRA adapter disabled (no second copy in memory)."""
+    ctx = model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext()
+    with ctx:
+        return [forward_logprobs(model, mb, temperature) for mb in mbs]
