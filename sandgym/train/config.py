@@ -41,7 +41,6 @@ class AlgorithmConfig:
     tis_cap: float = 2.0
     """Cap of the truncated importance weight correcting generator/trainer log-prob mismatch."""
     loss_aggregation: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"] = "token_mean"
-    advantage_mode: Literal["trajectory", "per_step"] = "trajectory"
     skip_zero_advantage: bool = True
     """Do not spend forward/backward passes on groups whose rewards are all equal (exact when beta = 0)."""
 

@@ -1,0 +1,68 @@
+"""``sandgym train`` and ``sandgym sft``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("train", help="train a LoRA policy with GRPO-family RL from a TOML config")
+    _common(p)
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
+    p.set_defaults(func=_train)
+    s = sub.add_parser("sft", help="warm-start the LoRA adapter on demonstrations (oracle or JSONL transcripts)")
+    _common(s)
+    s.set_defaults(func=_sft)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", nargs="?", help="TOML config (see examples/quickstart.toml); defaults apply without one")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set optim.lr=1e-4 (repeatable)")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+
+
+def _load(args: argparse.Namespace, extra: list[str] | None = None) -> Any:
+    from sandgym.train.config import load_config
+
+    return load_config(args.config, [*args.overrides, *(extra or [])])
+
+
+def _train(args: argparse.Namespace) -> int:
+    from sandgym.configs import to_toml
+
+    extra = []
+    if args.resume:
+        extra.append(f'out_dir="{args.resume}"')
+        if args.config is None:
+            args.config = f"{args.resume}/config.toml"
+    config = _load(args, extra)
+    if args.print_config:
+        print(to_toml(config), end="")
+        return 0
+    from sandgym.train.loop import run
+
+    result = run(config, resume=bool(args.resume))
+    print(f"trained {result.steps} steps (resumed from step {result.resumed_from})")
+    print(f"run directory: {result.run_dir}")
+    print(f"metrics:       {result.metrics_path}")
+    print(f"checkpoint:    {result.last_checkpoint}")
+    return 0
+
+
+def _sft(args: argparse.Namespace) -> int:
+    from sandgym.configs import to_toml
+
+    config = _load(args)
+    if args.print_config:
+        print(to_toml(config), end="")
+        return 0
+    from pathlib import Path
+
+    from sandgym.train.sft import run_sft
+
+    result = run_sft(config, Path(config.out_dir) / "sft")
+    print(f"SFT on {result.demonstrations} demonstrations, loss per epoch: {[round(x, 4) for x in result.losses]}")
+    print(f"adapter: {result.adapter_dir}")
+    return 0

@@ -1,0 +1,56 @@
+"""Run logging: metrics JSONL (one line per step), TensorBoard events, and sampled trajectories."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sandgym.agents.trajectory import Trajectory
+
+
+class MetricsLogger:
+    """Appends metrics to ``metrics.jsonl``; on resume drops lines of steps after the checkpoint, so every step
+    appears exactly once in the final file."""
+
+    def __init__(self, run_dir: Path, *, tensorboard: bool = True, keep_up_to_step: int | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.traj_path = self.run_dir / "trajectories.jsonl"
+        if keep_up_to_step is not None:
+            for path in (self.metrics_path, self.traj_path):
+                _truncate_after(path, keep_up_to_step)
+        self._tb: Any = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.run_dir / "tb"))
+            except ImportError:  # tensorboard is optional
+                self._tb = None
+
+    def log(self, metrics: Mapping[str, float]) -> None:
+        with self.metrics_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(metrics)) + "\n")
+        if self._tb is not None:
+            step = int(metrics["step"])
+            for k, v in metrics.items():
+                if k != "step":
+                    self._tb.add_scalar(k, v, step)
+
+    def sample_trajectories(self, step: int, trajs: Sequence[Trajectory]) -> None:
+        with self.traj_path.open("a", encoding="utf-8") as f:
+            for t in trajs:
+                f.write(json.dumps({"step": step, **t.to_json()}) + "\n")
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _truncate_after(path: Path, step: int) -> None:
+    if not path.exists():
+        return
+    kept = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")

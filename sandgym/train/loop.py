@@ -1,0 +1,234 @@
+"""``sandgym train``: the RL loop, top to bottom.
+
+    for step:  sample a mixed batch of tasks -> roll out G samples each -> rewards -> advantages
+               -> loss -> optimiser step -> log -> maybe checkpoint
+
+The policy is a LoRA adapter on a Hugging Face causal LM; the reference for the KL term is the same model with
+the adapter disabled. Everything a run writes goes to ``config.out_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from sandgym.agents.trajectory import Trajectory, save_jsonl
+from sandgym.configs import to_toml
+from sandgym.errors import SandgymError
+from sandgym.train import runtime
+from sandgym.train.advantages import compute_advantages
+from sandgym.train.checkpoint import (
+    TrainerState,
+    latest_checkpoint,
+    load_trainer_state,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from sandgym.train.config import TrainConfig
+from sandgym.train.domains import DomainMixer
+from sandgym.train.logger import MetricsLogger
+from sandgym.train.step import learner_update, make_samples
+
+log = logging.getLogger(__name__)
+
+
+class TrainingDiverged(SandgymError, RuntimeError):
+    """The loss became NaN or exploded; the last good checkpoint is intact."""
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    run_dir: Path
+    steps: int
+    last_checkpoint: Path | None
+    metrics_path: Path
+    resumed_from: int
+
+
+def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
+    """Train per ``config``; with ``resume`` continue from the run directory's latest checkpoint."""
+    run_dir = Path(config.out_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.toml").write_text(to_toml(config), encoding="utf-8")
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+
+    ckpt = latest_checkpoint(run_dir) if resume else None
+    init_adapter = str(ckpt) if ckpt else runtime.initial_adapter(config, run_dir)
+    policy = runtime.build_policy(config, adapter=init_adapter, trainable=True)
+    model = policy.model
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=config.optim.lr, weight_decay=config.optim.weight_decay
+    )
+    mixer = DomainMixer(
+        tasks=runtime.domain_tasks(config),
+        weights={runtime.domain_name(d): d.weight for d in config.domains.mix},
+        weighting=config.domains.weighting,
+        total_steps=config.optim.steps,
+        seed=config.seed,
+    )
+    start = 0
+    if ckpt is not None:
+        state = load_trainer_state(ckpt)
+        optimizer.load_state_dict(state.optimizer)
+        set_rng_state(state.rng)
+        mixer.load_state_dict(state.domains)
+        start = state.step
+        log.info("resumed from %s (step %d)", ckpt, start)
+    logger = MetricsLogger(run_dir, tensorboard=config.logging.tensorboard, keep_up_to_step=start)
+    env_factory = runtime.env_factory(config)
+    last_ckpt = ckpt
+
+    progress = runtime.progress(total=config.optim.steps, initial=start, desc="train")
+    for step in range(start, config.optim.steps):
+        t0 = time.perf_counter()
+        # 1. sample a mixed batch of tasks and roll out G samples of each
+        tasks = mixer.sample(step, config.optim.tasks_per_step)
+        trajs = runtime.collect(policy, env_factory, tasks, config, seed=config.seed * 100_003 + step, version=step)
+        t_roll = time.perf_counter() - t0
+        # 2. rewards -> per-domain normalisation -> group advantages (infra failures dropped, never scored)
+        valid = [t for t in trajs if not t.infra_failure]
+        advantages = compute_batch_advantages(valid, mixer, config)
+        # 3. loss -> optimiser step (groups with no reward spread carry no gradient when beta = 0)
+        keep = [
+            (t, a)
+            for t, a in zip(valid, advantages, strict=True)
+            if not (config.algorithm.skip_zero_advantage and config.algorithm.beta == 0 and abs(a) < 1e-8)
+        ]
+        samples = make_samples([t for t, _ in keep], [_per_token(t, a) for t, a in keep])
+        runtime.set_lr(optimizer, config, step)
+        stats = None
+        if samples:
+            stats = learner_update(
+                model,
+                optimizer,
+                samples,
+                config.algorithm,
+                pad_id=int(policy.tokenizer.pad_token_id),
+                temperature=config.rollout.temperature,
+                micro_batch=config.optim.micro_batch,
+                max_grad_norm=config.optim.max_grad_norm,
+                norm_len=config.rollout.max_total_tokens,
+            )
+            if not math.isfinite(stats.loss) or abs(stats.loss) > config.optim.loss_explode:
+                raise TrainingDiverged(
+                    f"step {step + 1}: loss={stats.loss!r} (limit optim.loss_explode={config.optim.loss_explode}); "
+                    f"the last good checkpoint is {last_ckpt}. Lower optim.lr or raise optim.max_grad_norm."
+                )
+        # 4. log
+        metrics = step_metrics(step + 1, trajs, valid, stats, t_roll, time.perf_counter() - t0, mixer)
+        logger.log(metrics)
+        logger.sample_trajectories(step + 1, trajs[: config.logging.sample_trajectories])
+        progress.update(1)
+        progress.set_postfix(
+            reward=f"{metrics['rollout/reward_mean']:.3f}",
+            kl=f"{metrics.get('losses/kl', 0.0):.4f}",
+            tok_s=f"{metrics['perf/tokens_per_s']:.0f}",
+        )
+        # 5. maybe checkpoint
+        if (step + 1) % config.checkpoint.every == 0 or step + 1 == config.optim.steps:
+            state = TrainerState(
+                step=step + 1,
+                optimizer=optimizer.state_dict(),
+                rng=rng_state(),
+                domains=mixer.state_dict(),
+                extra={"policy_version": step + 1},
+            )
+            last_ckpt = save_checkpoint(run_dir, model, state, config.checkpoint.keep_last)
+    progress.close()
+    logger.close()
+    return TrainResult(run_dir, config.optim.steps, last_ckpt, logger.metrics_path, start)
+
+
+def compute_batch_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> list[float]:
+    """Per-trajectory advantages: per-domain normalised rewards, then the configured group estimator.
+
+    Groups are the G samples of one task in this batch (``group_id``); a group left with fewer than two valid
+    samples (after infra failures were dropped) gets advantage 0.
+    """
+    if not trajs:
+        return []
+    rewards = []
+    for domain in {t.domain for t in trajs}:
+        rs = [t.reward for t in trajs if t.domain == domain]
+        mixer.observe(domain, rs, [t.success for t in trajs if t.domain == domain])
+    for t in trajs:
+        r = t.reward
+        if config.domains.normalize:
+            r = mixer.stats[t.domain].normalize(r)
+        rewards.append(r)
+    groups = torch.tensor([t.group_id for t in trajs])
+    adv = compute_advantages(config.algorithm.name, torch.tensor(rewards, dtype=torch.float64), groups)
+    sizes = {g: int((groups == g).sum()) for g in set(groups.tolist())}
+    return [0.0 if sizes[t.group_id] < 2 else float(a) for t, a in zip(trajs, adv, strict=True)]
+
+
+def _per_token(t: Trajectory, advantage: float) -> list[float]:
+    return [advantage * m for m in t.action_mask]
+
+
+def step_metrics(
+    step: int,
+    trajs: Sequence[Trajectory],
+    valid: Sequence[Trajectory],
+    stats: Any,
+    t_roll: float,
+    t_total: float,
+    mixer: DomainMixer,
+) -> dict[str, float]:
+    """Namespaced metrics of one step (``rollout/``, ``losses/``, ``domain/<name>/``, ``perf/``)."""
+    gen_tokens = sum(t.num_generated_tokens for t in trajs)
+    m: dict[str, float] = {
+        "step": step,
+        "rollout/reward_mean": float(np.mean([t.reward for t in valid])) if valid else 0.0,
+        "rollout/success_rate": float(np.mean([t.success for t in valid])) if valid else 0.0,
+        "rollout/gen_tokens_mean": gen_tokens / max(len(trajs), 1),
+        "rollout/turns_mean": float(np.mean([t.num_turns for t in trajs])) if trajs else 0.0,
+        "rollout/truncated_frac": float(np.mean([t.truncated for t in trajs])) if trajs else 0.0,
+        "rollout/infra_failures": float(len(trajs) - len(valid)),
+        "perf/rollout_s": t_roll,
+        "perf/step_s": t_total,
+        "perf/tokens_per_s": gen_tokens / max(t_roll, 1e-9),
+    }
+    if stats is not None:
+        m.update(
+            {
+                "losses/loss": stats.loss,
+                "losses/pg_loss": stats.pg_loss,
+                "losses/kl": stats.kl,
+                "losses/clip_frac": stats.clip_frac,
+                "losses/tis_mean": stats.tis_mean,
+                "losses/grad_norm": stats.grad_norm,
+                "losses/trained_sequences": float(stats.sequences),
+            }
+        )
+    else:
+        m["losses/trained_sequences"] = 0.0
+    for domain in sorted({t.domain for t in trajs}):
+        ds = [t for t in valid if t.domain == domain]
+        if ds:
+            m[f"domain/{domain}/reward"] = float(np.mean([t.reward for t in ds]))
+            m[f"domain/{domain}/success"] = float(np.mean([t.success for t in ds]))
+            m[f"domain/{domain}/length"] = float(np.mean([t.num_generated_tokens for t in ds]))
+        m[f"domain/{domain}/weight"] = mixer.current_weights(step - 1).get(domain, 0.0)
+    return m
+
+
+def load_metrics(run_dir: str | Path) -> list[dict[str, float]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+__all__ = ["run", "TrainResult", "TrainingDiverged", "compute_batch_advantages", "load_metrics", "save_jsonl"]

@@ -1,0 +1,106 @@
+"""The pieces the training loop wires together: policy, tasks per domain, environments, rollouts, progress."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sandgym.agents.trajectory import Trajectory
+from sandgym.tasks.task import Task
+from sandgym.train.config import DomainConfig, TrainConfig
+
+log = logging.getLogger(__name__)
+
+
+def build_policy(config: TrainConfig, *, adapter: str | None, trainable: bool = True) -> Any:
+    """An :class:`~sandgym.agents.hf.HFPolicy` with a fresh LoRA adapter, or ``adapter`` loaded for training."""
+    from sandgym.agents.hf import HFPolicy, LoraSpec
+
+    m = config.model
+    lora = LoraSpec(r=m.lora_r, alpha=m.lora_alpha, dropout=m.lora_dropout, target_modules=m.target_modules or None)
+    policy = HFPolicy(m.name, lora=lora, adapter=adapter)
+    if trainable:
+        policy.model.train()
+    return policy
+
+
+def initial_adapter(config: TrainConfig, run_dir: Path) -> str | None:
+    """The adapter RL starts from: ``model.adapter``, or a fresh SFT warm start when ``init = "sft"``."""
+    if config.model.adapter:
+        return config.model.adapter
+    if config.init == "sft":
+        from sandgym.train.sft import run_sft
+
+        out = run_dir / "sft"
+        if (out / "adapter" / "adapter_config.json").is_file():  # a resumed run reuses its warm start
+            return str(out / "adapter")
+        return str(run_sft(config, out).adapter_dir)
+    return None
+
+
+def domain_name(d: DomainConfig) -> str:
+    return d.name or d.suite.split(":")[0].split("/")[0]
+
+
+def domain_tasks(config: TrainConfig) -> dict[str, list[Task]]:
+    """Load each configured domain's tasks (generated suites are cut to ``n_tasks``)."""
+    from sandgym.tasks.registry import load_suite
+
+    out: dict[str, list[Task]] = {}
+    for i, d in enumerate(config.domains.mix):
+        tasks = load_suite(d.suite, n=d.n_tasks, seed=config.seed, difficulty=d.difficulty)
+        if not tasks:
+            from sandgym.errors import ConfigError
+
+            raise ConfigError(f"domains.mix[{i}].suite={d.suite!r} has no tasks; check `sandgym tasks list`")
+        out.setdefault(domain_name(d), []).extend(tasks)
+    return out
+
+
+def env_factory(config: TrainConfig) -> Callable[[], Any]:
+    """A callable making one fresh tool environment (tasks are passed per episode through ``reset``)."""
+    from sandgym.envs.tool_env import ToolEnv
+
+    code_action = None if config.rollout.code_action == "none" else config.rollout.code_action
+    backend = config.rollout.sandbox
+
+    def make() -> Any:
+        return ToolEnv(tasks=[], sandbox=backend, code_action=code_action, max_turns=config.rollout.max_turns)
+
+    return make
+
+
+def collect(
+    policy: Any, make_env: Callable[[], Any], tasks: Sequence[Task], config: TrainConfig, *, seed: int, version: int
+) -> list[Trajectory]:
+    """Roll out ``group_size`` samples of every task; trajectories carry their group id."""
+    from sandgym.agents.rollout import RolloutConfig, rollout
+
+    r = config.rollout
+    rc = RolloutConfig(
+        max_new_tokens=r.max_new_tokens,
+        max_turns=r.max_turns,
+        max_total_tokens=r.max_total_tokens,
+        temperature=r.temperature,
+        top_p=r.top_p,
+        seed=seed,
+        policy_version=version,
+    )
+    return rollout(policy, make_env, list(tasks), group_size=config.algorithm.group_size, config=rc)
+
+
+def set_lr(optimizer: Any, config: TrainConfig, step: int) -> None:
+    """Constant learning rate after a linear warm-up of ``optim.warmup_steps``."""
+    warm = config.optim.warmup_steps
+    scale = min(1.0, (step + 1) / warm) if warm > 0 else 1.0
+    for group in optimizer.param_groups:
+        group["lr"] = config.optim.lr * scale
+
+
+def progress(total: int, initial: int = 0, desc: str = "") -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, file=sys.stderr, dynamic_ncols=True)

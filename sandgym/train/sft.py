@@ -1,0 +1,134 @@
+"""``sandgym sft``: a warm start that trains the same LoRA adapter on demonstrations (loss on assistant tokens).
+
+Demonstrations come from the scripted oracle on the train split of the configured domains (it solves each task
+through the tools, in the exact tool-call format the environment parses), or from a JSONL file of chat
+transcripts (``{"messages": [{"role": ..., "content": ...}, ...]}`` per line).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sandgym.agents.trajectory import Trajectory, save_jsonl
+from sandgym.errors import ConfigError
+from sandgym.train.config import TrainConfig
+from sandgym.train.step import Sample, collate, forward_logprobs, micro_batches
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    adapter_dir: Path
+    demonstrations: int
+    losses: tuple[float, ...]
+
+
+def run_sft(config: TrainConfig, out_dir: Path | str, *, policy: Any = None) -> SFTResult:
+    """Train the adapter on demonstrations; saves it to ``out_dir/adapter`` and returns the result."""
+    from sandgym.train import runtime
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    policy = policy or runtime.build_policy(config, adapter=config.model.adapter, trainable=True)
+    samples = demonstrations(config, policy, out)
+    if not samples:
+        raise ConfigError(f"sft.source={config.sft.source!r} produced no demonstrations; check the domains")
+    losses = train_on_samples(policy.model, samples, config, pad_id=int(policy.tokenizer.pad_token_id))
+    (out / "sft_losses.json").write_text(json.dumps(losses), encoding="utf-8")
+    adapter_dir = policy.save_adapter(out / "adapter")
+    return SFTResult(adapter_dir=adapter_dir, demonstrations=len(samples), losses=tuple(losses))
+
+
+def demonstrations(config: TrainConfig, policy: Any, out: Path) -> list[Sample]:
+    if config.sft.source == "oracle":
+        trajs = oracle_trajectories(config, policy.tokenizer)
+        save_jsonl(trajs, out / "demonstrations.jsonl")
+        return [
+            Sample(t.token_ids, t.action_mask, t.logprobs, tuple(float(m) for m in t.action_mask))
+            for t in trajs
+            if t.success and t.has_tokens
+        ]
+    return transcripts_to_samples(Path(config.sft.source), policy.chat_format)
+
+
+def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]:
+    """Run the oracle on train-split tasks of the configured domains, recording exact token sequences."""
+    from sandgym.agents.policy import ScriptedPolicy
+    from sandgym.agents.rollout import RolloutConfig, rollout
+    from sandgym.agents.scripted import OracleAgent
+    from sandgym.train import runtime
+
+    tasks = [t for ts in runtime.domain_tasks(config).values() for t in ts]
+    rng = random.Random(config.seed)
+    rng.shuffle(tasks)
+    tasks = tasks[: config.sft.episodes]
+    policy = ScriptedPolicy(OracleAgent, tokenizer=tokenizer)
+    rc = RolloutConfig(max_new_tokens=4096, max_turns=config.rollout.max_turns + 4, max_total_tokens=16384, seed=config.seed)
+    return rollout(policy, runtime.env_factory(config), tasks, group_size=1, config=rc)
+
+
+def transcripts_to_samples(path: Path, chat_format: Any) -> list[Sample]:
+    """Chat transcripts -> samples whose mask covers assistant tokens only."""
+    if not path.is_file():
+        raise ConfigError(f"sft.source={str(path)!r} is neither 'oracle' nor an existing JSONL file of transcripts")
+    samples = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            messages = json.loads(line)["messages"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ConfigError(f"{path}:{lineno}: expected {{\"messages\": [...]}} ({e}); fix or remove the line") from e
+        ids: list[int] = []
+        mask: list[int] = []
+        for k, msg in enumerate(messages):
+            if msg.get("role") == "assistant":
+                prefix = chat_format.prompt_ids(messages[:k]) if not ids else []
+                ids += prefix
+                mask += [0] * len(prefix)
+                body = chat_format.completion_ids(msg["content"])
+                ids += body
+                mask += [1] * len(body)
+                rest = chat_format.delta_ids(messages[: k + 1], messages[k + 1 :]) if k + 1 < len(messages) else []
+                ids += rest
+                mask += [0] * len(rest)
+        if sum(mask):
+            samples.append(Sample(tuple(ids), tuple(mask), (0.0,) * len(ids), tuple(float(m) for m in mask)))
+    return samples
+
+
+def train_on_samples(model: torch.nn.Module, samples: Sequence[Sample], config: TrainConfig, *, pad_id: int) -> list[float]:
+    """Cross-entropy on masked (assistant) tokens; returns the mean loss of each epoch."""
+    from sandgym.train.runtime import progress
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=config.sft.lr)
+    model.train()
+    losses = []
+    batches = list(micro_batches(samples, config.sft.micro_batch))
+    bar = progress(total=config.sft.epochs * len(batches), desc="sft")
+    rng = random.Random(config.seed)
+    for _ in range(config.sft.epochs):
+        rng.shuffle(batches)
+        total, count = 0.0, 0
+        for mb in batches:
+            batch = collate(mb, pad_id)
+            logp = forward_logprobs(model, batch, 1.0)
+            loss = -(logp * batch.mask).sum() / batch.mask.sum().clamp(min=1.0)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, config.optim.max_grad_norm)
+            opt.step()
+            total += float(loss.detach())
+            count += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+        losses.append(total / max(count, 1))
+    bar.close()
+    return losses
