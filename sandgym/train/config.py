@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from sandgym.configs import apply_overrides, from_dict, load_toml
 from sandgym.errors import ConfigError
@@ -56,6 +56,10 @@ class RolloutSettings:
     """A fenced python block with no tool call: run it ("python"), write it to the task's file and submit
     ("submit"), or count it as a turn without a tool call ("none")."""
     sandbox: str = "local"
+    env: str = ""
+    """A Gymnasium id to roll out in instead of sandgym's tool environment (e.g. a plugin's env, or
+    "my_pkg.envs:my/Env-v0" to import the module that registers it); it receives ``env_kwargs``."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

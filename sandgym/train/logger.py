@@ -36,7 +36,7 @@ class MetricsLogger:
         if self._tb is not None:
             step = int(metrics["step"])
             for k, v in metrics.items():
-                if k != "step":
+                if k != "step" and isinstance(v, (int, float)):
                     self._tb.add_scalar(k, v, step)
 
     def sample_trajectories(self, step: int, trajs: Sequence[Trajectory]) -> None:

@@ -173,6 +173,13 @@ def compute_batch_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, co
     return [0.0 if sizes[t.group_id] < 2 else float(a) for t, a in zip(trajs, adv, strict=True)]
 
 
+def batch_hash(trajs: Sequence[Trajectory]) -> float:
+    """A number identifying which tasks a step trained on (equal across runs iff the batches are equal)."""
+    import zlib
+
+    return float(zlib.crc32(",".join(sorted({f"{t.group_id}:{t.task_id}" for t in trajs})).encode()))
+
+
 def _per_token(t: Trajectory, advantage: float) -> list[float]:
     return [advantage * m for m in t.action_mask]
 
@@ -190,6 +197,7 @@ def step_metrics(
     gen_tokens = sum(t.num_generated_tokens for t in trajs)
     m: dict[str, float] = {
         "step": step,
+        "data/batch_hash": batch_hash(trajs),
         "rollout/reward_mean": float(np.mean([t.reward for t in valid])) if valid else 0.0,
         "rollout/success_rate": float(np.mean([t.success for t in valid])) if valid else 0.0,
         "rollout/gen_tokens_mean": gen_tokens / max(len(trajs), 1),

@@ -62,13 +62,17 @@ def domain_tasks(config: TrainConfig) -> dict[str, list[Task]]:
 
 def env_factory(config: TrainConfig) -> Callable[[], Any]:
     """A callable making one fresh tool environment (tasks are passed per episode through ``reset``)."""
+    r = config.rollout
+    if r.env:
+        import gymnasium
+
+        return lambda: gymnasium.make(r.env, disable_env_checker=True, **r.env_kwargs)
     from sandgym.envs.tool_env import ToolEnv
 
-    code_action = None if config.rollout.code_action == "none" else config.rollout.code_action
-    backend = config.rollout.sandbox
+    code_action = None if r.code_action == "none" else r.code_action
 
     def make() -> Any:
-        return ToolEnv(tasks=[], sandbox=backend, code_action=code_action, max_turns=config.rollout.max_turns)
+        return ToolEnv(tasks=[], backend=r.sandbox, code_action=code_action, max_turns=r.max_turns, **r.env_kwargs)
 
     return make
 

@@ -1,0 +1,180 @@
+"""Rollout engine throughput vs plain batched ``model.generate``, and the embedded model's load times.
+
+Multi-turn coding-like episodes (a ~350-token system+task prompt, tool results of ~40 tokens, 3 model turns of at
+most ``--max-new-tokens``) with the embedded SmolLM2-135M + a fresh LoRA adapter (sampled from the merged copy).
+The baseline replays every generation round of the engine (the same prompts, batch size and token budget) through
+``model.generate`` (sampling, KV cache, stop on <|im_end|>). Tokens/s counts useful tokens only: each row's
+tokens up to and including its stop token (what a trajectory keeps); generate's padding after a row has stopped
+is not counted, the engine drops those rows.
+
+    python bench/rollout_throughput.py                     # batch sizes 1 8 32, CPU, 2 threads
+    python bench/rollout_throughput.py --batch-sizes 8 --turns 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+from sandgym.agents.hf import HFPolicy
+from sandgym.agents.policy import Generation, GenerationRequest, OnDone, SamplingParams
+from sandgym.agents.rollout import RolloutConfig, RolloutEngine
+
+SYSTEM = (
+    "You are a software engineer. Write or fix Python code in the workspace; hidden tests decide.\n"
+    "Act by calling tools. Write each call on its own line as\n"
+    '<tool_call>{"name": "<tool>", "arguments": {<JSON arguments>}}</tool_call>\n'
+    'Example: <tool_call>{"name": "read_file", "arguments": {"path": "solution.py"}}</tool_call>\n'
+    "A reply with only a ```python code block runs that code with the python tool.\n"
+    'When finished, call submit (the answer to a question, or "done" after coding).\nTools:\n'
+    '{"name":"python","description":"Run Python code; prints are returned.","parameters":{"type":"object",'
+    '"properties":{"code":{"type":"string"}},"required":["code"]}}\n'
+    '{"name":"write_file","description":"Create or overwrite a workspace file.","parameters":{"type":"object",'
+    '"properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}}\n'
+    '{"name":"run_tests","description":"Run the visible tests.","parameters":{"type":"object","properties":{}}}\n'
+    '{"name":"submit","description":"Finish the episode.","parameters":{"type":"object","properties":'
+    '{"answer":{"type":"string"}},"required":["answer"]}}'
+)
+TASKS = [
+    "Write solution.py defining reverse_words(s: str) -> str that reverses the order of words in s.",
+    "Write solution.py defining is_palindrome(s: str) -> bool, ignoring case and spaces.",
+    "Write solution.py defining fizzbuzz(n: int) -> list[str] for the numbers 1..n.",
+    "Fix solution.py: mean(xs) must return 0.0 for an empty list instead of raising ZeroDivisionError.",
+]
+TOOL_RESULT = (
+    "============================= test session starts ==============================\n"
+    "collected 3 items\n\ntest_visible.py .F.                                        [100%]\n"
+    "FAILED test_visible.py::test_edge - AssertionError: assert None == ''\n1 failed, 2 passed in 0.04s"
+)
+
+
+class CodingLikeEnv(gym.Env):
+    """Instant fake coding env: every turn gets a pytest-like tool result; ends after ``turns`` turns."""
+
+    def __init__(self, turns: int) -> None:
+        self.turns, self.n = turns, 0
+
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        self.n = 0
+        prompt = str((options or {})["task"])
+        return prompt, {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+                        "system_prompt": SYSTEM, "tools": []}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self.n += 1
+        done = self.n >= self.turns
+        return TOOL_RESULT, 0.0, done, False, {"messages": [{"role": "tool", "content": TOOL_RESULT}]}
+
+
+class Recorder:
+    """Wraps a policy and records each generation round's prompts (for the generate baseline)."""
+
+    def __init__(self, policy: HFPolicy) -> None:
+        self.policy = policy
+        self.rounds: list[list[tuple[int, ...]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.policy, name)
+
+    def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingParams, on_done: OnDone | None = None) -> list[Generation]:
+        self.rounds.append([r.token_ids for r in requests])
+        return self.policy.generate(requests, sampling, on_done)
+
+
+def engine_run(policy: HFPolicy, batch: int, args: argparse.Namespace) -> tuple[float, int, Recorder, int]:
+    tasks = [TASKS[i % len(TASKS)] for i in range(batch)]
+    rec = Recorder(policy)
+    cfg = RolloutConfig(max_new_tokens=args.max_new_tokens, max_total_tokens=4096, max_turns=args.turns,
+                        max_batch_size=batch, seed=args.seed, stop_strings=())
+    engine = RolloutEngine(rec, lambda: CodingLikeEnv(args.turns), cfg)  # type: ignore[arg-type]
+    t = time.perf_counter()
+    trajs = engine.run(tasks, group_size=1)
+    wall = time.perf_counter() - t
+    truncated = sum(turn.truncated for tr in trajs for turn in tr.turns)
+    return wall, sum(tr.num_generated_tokens for tr in trajs), rec, truncated
+
+
+@torch.inference_mode()
+def generate_run(policy: HFPolicy, rounds: list[list[tuple[int, ...]]], args: argparse.Namespace) -> tuple[float, int]:
+    model = policy.generation_model()
+    tok = policy.tokenizer
+    stop = sorted(policy.chat_format.stop_token_ids)
+    pad = int(tok.pad_token_id)
+    total, wall = 0, 0.0
+    torch.manual_seed(args.seed)
+    for prompts in rounds:
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        t = time.perf_counter()
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=args.max_new_tokens, do_sample=True,
+                             temperature=1.0, top_p=1.0, top_k=0, eos_token_id=stop, pad_token_id=pad)
+        wall += time.perf_counter() - t
+        for row in out[:, width:].tolist():
+            n = next((i + 1 for i, x in enumerate(row) if x in stop), len(row))
+            total += n
+    return wall, total
+
+
+def load_times() -> tuple[float, float]:
+    from sandgym.agents import models
+
+    old = os.environ.get("SANDGYM_CACHE")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["SANDGYM_CACHE"] = tmp
+        try:
+            t = time.perf_counter()
+            HFPolicy("smollm2-135m")
+            first = time.perf_counter() - t
+            t = time.perf_counter()
+            HFPolicy("smollm2-135m")
+            cached = time.perf_counter() - t
+            assert models.embedded_cache_path().is_dir()
+        finally:
+            if old is None:
+                os.environ.pop("SANDGYM_CACHE", None)
+            else:
+                os.environ["SANDGYM_CACHE"] = old
+    return first, cached
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-load", action="store_true", help="skip the first-load/cached-load timing")
+    ap.add_argument("--unmerged", action="store_true", help="also time the engine through the unmerged adapter")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, max_new_tokens={args.max_new_tokens}, turns={args.turns}")
+    if not args.skip_load:
+        first, cached = load_times()
+        print(f"embedded model load: first (GGUF -> safetensors cache) {first:.1f} s, cached {cached:.1f} s")
+    policy = HFPolicy("smollm2-135m")
+    policy.generation_model()  # build the merged copy outside the timings
+    print("| batch | engine tok/s | generate tok/s | ratio | engine tokens | generate tokens | turns cut by max_new_tokens |")
+    print("|---|---|---|---|---|---|---|")
+    for batch in args.batch_sizes:
+        e_wall, e_tok, rec, cut = engine_run(policy, batch, args)
+        g_wall, g_tok = generate_run(policy, rec.rounds, args)
+        e_tps, g_tps = e_tok / e_wall, g_tok / g_wall
+        print(f"| {batch} | {e_tps:.1f} | {g_tps:.1f} | {e_tps / g_tps:.2f} | {e_tok} | {g_tok} | {cut}/{batch * args.turns} |", flush=True)
+        if args.unmerged:
+            policy.merge_for_generation = False
+            u_wall, u_tok, _, _ = engine_run(policy, batch, args)
+            policy.merge_for_generation = True
+            print(f"|   unmerged adapter, batch {batch} | {u_tok / u_wall:.1f} | | | {u_tok} | | |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Sandbox latency, all measured in one run against the floor of a bare ``python3 -I -S -c pass``.
+
+Run: ``python bench/sandbox_latency.py [--n 100] [--json out.json]`` (as root on the CI machine type).
+Prints a markdown table for docs/BENCHMARKS.md ("## Sandbox latency").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from sandgym.sandbox import Limits, LocalSandbox
+
+FLOOR_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+TESTS = {"test_bench.py": "from solution import add\n\ndef test_a():\n    assert add(1, 2) == 3\n\n"
+         "def test_b():\n    assert add(0, 0) == 0\n"}
+
+
+def timed(fn: Callable[[], object], n: int, warmup: int = 3) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return sorted(out)
+
+
+def pct(xs: list[float], q: float) -> float:
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        raise SystemExit(f"benchmark run is wrong: {what}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--n", type=int, default=100, help="repetitions of the fast measurements")
+    ap.add_argument("--json", help="also write the numbers to this file")
+    args = ap.parse_args()
+    n, n_slow = args.n, max(10, args.n // 5)
+    res: dict[str, list[float]] = {}
+
+    def floor() -> None:
+        p = subprocess.run([FLOOR_PYTHON, "-I", "-S", "-c", "pass"], capture_output=True)
+        check(p.returncode == 0, "floor python failed")
+
+    res["floor: bare python3 -I -S -c pass"] = timed(floor, n)
+    limits = Limits(timeout_s=30)
+    with LocalSandbox(limits) as warm, LocalSandbox(limits, warm=False) as cold:
+        for sb in (warm, cold):
+            sb.write_file("solution.py", "def add(a, b):\n    return a + b\n")
+        check(warm.run_python("print(1 + 1)").stdout == "2\n", "warm run_python")
+        res["warm step: run_python('print(1+1)')"] = timed(lambda: warm.run_python("print(1 + 1)"), n)
+        res["warm step: exec(['true'])"] = timed(lambda: warm.exec(["true"]), n)
+        res["warm step: exec('python3 -I -S -c pass')"] = timed(
+            lambda: warm.exec(["python3", "-I", "-S", "-c", "pass"]), n_slow)
+        with warm.session() as s:
+            res["session cell: run_code('1+1')"] = timed(lambda: s.run_code("1 + 1"), n)
+        res["one-shot isolated: run_python('pass')"] = timed(lambda: cold.run_python("pass"), n_slow)
+        res["one-shot isolated: exec('python3 -I -S -c pass')"] = timed(
+            lambda: cold.exec(["python3", "-I", "-S", "-c", "pass"]), n_slow)
+        check(warm.run_tests(TESTS, expected=2).all_passed, "warm pytest")
+        check(cold.run_tests(TESTS, expected=2).all_passed, "cold pytest")
+        res["warm pytest: run_tests (2 tests)"] = timed(lambda: warm.run_tests(TESTS, expected=2), n_slow, 2)
+        res["cold pytest: fresh bwrap + python -m pytest equivalent"] = timed(
+            lambda: cold.run_tests(TESTS, expected=2), max(5, n_slow // 2), 1)
+    t0 = statistics.median(res["floor: bare python3 -I -S -c pass"])
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    print(f"# {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, "
+          f"python {platform.python_version()}, floor python {FLOOR_PYTHON}")
+    print("| measurement | p50 ms | p90 ms | min ms | p50 / floor |")
+    print("|---|---|---|---|---|")
+    for name, xs in res.items():
+        print(f"| {name} | {pct(xs, 0.5):.1f} | {pct(xs, 0.9):.1f} | {xs[0]:.1f} | {pct(xs, 0.5) / t0:.2f}x |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({k: {"p50": pct(v, 0.5), "p90": pct(v, 0.9), "min": v[0]} for k, v in res.items()}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

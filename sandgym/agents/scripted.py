@@ -1,0 +1,184 @@
+"""Scripted agents for tests, baselines and smoke runs: ``OracleAgent``, ``NoopAgent``, ``RandomAgent``.
+
+Each speaks only through the environment's text interface (``<tool_call>`` JSON), like a model would:
+``reset(task)`` then ``act(observation, info) -> str`` once per turn. ``run_episode`` drives one episode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from sandgym.tasks.task import Task
+
+__all__ = ["ScriptedAgent", "OracleAgent", "NoopAgent", "RandomAgent", "EpisodeResult", "run_episode", "AGENTS",
+           "make_agent", "call"]
+
+
+def call(name: str, **arguments: Any) -> str:
+    """One ``<tool_call>`` line."""
+    return "<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>"
+
+
+class ScriptedAgent(Protocol):
+    def reset(self, task: Task) -> None: ...
+
+    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+class _PlanAgent:
+    """Plays a list of turns computed from the task at reset; repeats the last turn if the env asks for more."""
+
+    def __init__(self) -> None:
+        self._plan: list[str] = []
+        self._i = 0
+
+    def plan(self, task: Task) -> list[str]:
+        raise NotImplementedError
+
+    def reset(self, task: Task) -> None:
+        self._plan = self.plan(task) or [call("submit", answer="done")]
+        self._i = 0
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        turn = self._plan[min(self._i, len(self._plan) - 1)]
+        self._i += 1
+        return turn
+
+
+class OracleAgent(_PlanAgent):
+    """Solves a task from its reference through the tools: look around, write the reference, test, submit.
+
+    Coding: ``list_files`` + ``read_file`` of the entry file, ``write_file`` of every reference file (one turn),
+    ``run_tests`` when visible tests exist, ``submit("done")``. Questions: for documents placed in files,
+    ``list_files`` and a ``grep`` for the answer first; then ``submit(answer)``.
+    """
+
+    def plan(self, task: Task) -> list[str]:
+        ref = task.reference
+        if ref is None:
+            raise ValueError(f"task {task.id} has no reference; the oracle needs reference files or an answer")
+        turns: list[str] = []
+        if ref.files:
+            entry = str(task.metadata.get("entry_file", "solution.py"))
+            look = call("list_files")
+            if entry in task.files:
+                look += "\n" + call("read_file", path=entry, end_line=40)
+            turns.append(look)
+            turns.append("\n".join(call("write_file", path=p, content=c) for p, c in ref.files.items()))
+            if task.visible_tests:
+                turns.append(call("run_tests"))
+        if ref.answer is not None and task.files and task.metadata.get("placement", "file") == "file":
+            first = ref.answer.strip().splitlines()[0][:60] if ref.answer.strip() else ""
+            turns.append(call("list_files") + ("\n" + call("grep", pattern=first, fixed_strings=True) if first else ""))
+        turns.append(call("submit", answer=ref.answer if ref.answer is not None else "done"))
+        return turns
+
+
+class NoopAgent(_PlanAgent):
+    """Submits straight away without changing anything (an empty answer for questions): scores 0."""
+
+    def plan(self, task: Task) -> list[str]:
+        return [call("submit", answer="" if task.verifier.kind != "tests" else "done")]
+
+
+class RandomAgent:
+    """Random turns: valid and invalid tool calls, malformed JSON, prose and code blocks. Never submits on purpose
+    in its first turn; ``submit_prob`` per later turn."""
+
+    def __init__(self, seed: int | None = None, submit_prob: float = 0.2) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.submit_prob = submit_prob
+        self._task: Task | None = None
+        self._turn = 0
+
+    def reset(self, task: Task) -> None:
+        self._task, self._turn = task, 0
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        self._turn += 1
+        if self._turn > 1 and self.rng.random() < self.submit_prob:
+            return call("submit", answer=str(int(self.rng.integers(100))))
+        files = list(self._task.files) if self._task else []
+        path = files[int(self.rng.integers(len(files)))] if files else "solution.py"
+        choices: list[Callable[[], str]] = [
+            lambda: call("list_files"),
+            lambda: call("read_file", path=path, start_line=int(self.rng.integers(1, 5))),
+            lambda: call("grep", pattern="def|return"),
+            lambda: call("python", code=f"print({int(self.rng.integers(10))} * 2)"),
+            lambda: call("edit_file", path=path, old="return", new="return"),
+            lambda: call("read_file", path=3),
+            lambda: call("rm_rf", path="/"),
+            lambda: '<tool_call>{"name": "read_file", "arguments": {"path": </tool_call>',
+            lambda: "I think the answer is probably 42.",
+            lambda: "```python\nprint('hello')\n```",
+        ]
+        return choices[int(self.rng.integers(len(choices)))]()
+
+
+AGENTS: dict[str, Callable[[], ScriptedAgent]] = {"oracle": OracleAgent, "noop": NoopAgent, "random": RandomAgent}
+
+
+def make_agent(name: str, seed: int | None = None) -> ScriptedAgent:
+    """An agent by name (``oracle``, ``noop``, ``random``)."""
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; choose one of {sorted(AGENTS)}")
+    return RandomAgent(seed=seed) if name == "random" else AGENTS[name]()
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """One finished episode: the reward, its components, the outcome and the whole chat."""
+
+    task_id: str
+    domain: str
+    family: str
+    reward: float
+    reward_components: dict[str, float]
+    outcome: Any
+    """The env's ``EpisodeOutcome`` (typed as Any so agents do not import envs)."""
+    turns: int
+    terminated: bool
+    truncated: bool
+    infra_failure: bool
+    runtime: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return bool(getattr(self.outcome, "failure_mode", "") == "success")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (messages omitted)."""
+        outcome = self.outcome.to_dict() if hasattr(self.outcome, "to_dict") else self.outcome
+        return {
+            "task_id": self.task_id, "domain": self.domain, "family": self.family, "reward": self.reward,
+            "success": self.success, "reward_components": self.reward_components, "outcome": outcome,
+            "turns": self.turns, "terminated": self.terminated, "truncated": self.truncated,
+            "infra_failure": self.infra_failure, "runtime": self.runtime,
+        }
+
+
+def run_episode(env: gym.Env, agent: ScriptedAgent, task: Task | str | None = None, seed: int | None = None,
+                max_steps: int = 1000) -> EpisodeResult:
+    """Reset ``env`` on ``task`` and let ``agent`` act until the episode terminates or is truncated."""
+    options = {"task": task} if task is not None else None
+    obs, info = env.reset(seed=seed, options=options)
+    the_task: Task = info["task"]
+    agent.reset(the_task)
+    reward, terminated, truncated, turns = 0.0, False, False, 0
+    while not (terminated or truncated) and turns < max_steps:
+        obs, r, terminated, truncated, info = env.step(agent.act(obs, info))
+        reward, turns = float(r), turns + 1
+    messages = list(getattr(env.unwrapped, "messages", []))
+    return EpisodeResult(
+        task_id=the_task.id, domain=the_task.domain, family=the_task.family, reward=reward,
+        reward_components=dict(info.get("reward_components", {})), outcome=info.get("outcome"), turns=turns,
+        terminated=bool(terminated), truncated=bool(truncated), infra_failure=bool(info.get("infra_failure")),
+        runtime=dict(info.get("runtime", {})), messages=messages,
+    )

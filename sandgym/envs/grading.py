@@ -1,0 +1,129 @@
+"""Decide a finished episode from its task's verifier: hidden tests, answer matching, or a check script.
+
+Grading runs only after the agent's last turn. Hidden tests and traps go to ``Sandbox.run_tests`` (which keeps
+them out of the agent's reach); they are never written into the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from sandgym.envs.runtime import ToolContext
+from sandgym.sandbox.protocol import TestReport
+
+__all__ = ["Grade", "grade", "match_answer"]
+
+
+@dataclass(frozen=True)
+class Grade:
+    """What the verifier found."""
+
+    tests_passed: int = 0
+    tests_expected: int = 0
+    traps_passed: int = 0
+    traps_expected: int = 0
+    answer_matched: bool | None = None
+    script_score: float | None = None
+    grader_exceptions: int = 0
+    wall_s: float = 0.0
+
+
+# Workspace modules must not shadow what the check script imports (a planted json.py would otherwise win).
+_SCRIPT_PRELUDE = (
+    "import os as _os, sys as _sys\n"
+    "_sys.path[:] = [p for p in _sys.path if p not in ('', '.', _os.getcwd())]\n"
+)
+
+
+def _norm(s: str) -> str:
+    return " ".join(re.sub(r"[^\w\s.-]", " ", s.lower()).split()).strip(" .")
+
+
+def _number(s: str) -> float | None:
+    found = re.findall(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?", s)
+    if not found:
+        return None
+    try:
+        return float(found[-1].replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _fallback_match(answer: str, expected: str, matcher: str) -> bool:
+    """Private stand-in for ``sandgym.tasks.matchers`` (used only when that module is missing)."""
+    a, e = answer.strip(), expected.strip()
+    if matcher == "exact":
+        return a == e
+    if matcher == "number":
+        x, y = _number(a), _number(e)
+        return x is not None and y is not None and abs(x - y) <= 1e-9 * max(1.0, abs(y))
+    if matcher == "contains":
+        return _norm(e) in _norm(a)
+    if matcher == "regex":
+        return re.fullmatch(e, a) is not None
+    if matcher == "set":
+        split = lambda s: {_norm(p) for p in re.split(r"[,;\n]", s) if _norm(p)}  # noqa: E731
+        return split(a) == split(e)
+    return _norm(a) == _norm(e)
+
+
+def match_answer(answer: str, expected: str, matcher: str) -> bool:
+    """Compare a submitted answer with the expected one using the task's matcher."""
+    try:
+        from sandgym.tasks import matchers
+    except ImportError:
+        return _fallback_match(answer, expected, matcher)
+    fn = getattr(matchers, "match", None)
+    if fn is None:
+        return _fallback_match(answer, expected, matcher)
+    return bool(fn(answer, expected, matcher))
+
+
+def _count(report: TestReport) -> tuple[int, int]:
+    """(passed, test errors + a crashed run without a report)."""
+    errors = sum(1 for o in report.outcomes if o.outcome == "error")
+    if not report.report_found and report.exec is not None and not report.exec.timed_out and not report.exec.oom:
+        errors += 1
+    return report.passed, errors
+
+
+def _record(ctx: ToolContext, report: TestReport) -> float:
+    if report.exec is None:
+        return 0.0
+    ctx.stats.record(report.exec)
+    return report.exec.wall_s
+
+
+def grade(ctx: ToolContext) -> Grade:
+    """Run the task's verifier against the episode's final state. Raises ``SandboxError`` on infra failure."""
+    v = ctx.task.verifier
+    answer = ctx.submitted if ctx.submitted is not None else ""
+    if v.kind == "tests":
+        report = ctx.sandbox.run_tests(v.tests, expected=v.expected_tests)
+        wall = _record(ctx, report)
+        passed, errors = _count(report)
+        traps_passed = 0
+        if v.traps:
+            traps = ctx.sandbox.run_tests(v.traps, expected=v.expected_traps)
+            wall += _record(ctx, traps)
+            traps_passed = traps.passed
+        return Grade(passed, v.expected_tests, traps_passed, v.expected_traps if v.traps else 0,
+                     grader_exceptions=errors, wall_s=wall)
+    if v.kind == "match":
+        return Grade(answer_matched=match_answer(answer, v.answer or "", v.matcher))
+    # script: the answer goes to answer.txt, the script prints {"score": x} on its last JSON line
+    ctx.sandbox.write_file("answer.txt", answer)
+    result = ctx.sandbox.run_python(_SCRIPT_PRELUDE + (v.script or ""))
+    ctx.stats.record(result)
+    score = 0.0
+    for line in reversed(result.stdout.strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
+            score = min(1.0, max(0.0, float(data["score"])))
+            break
+    return Grade(script_score=score, grader_exceptions=int(not result.ok), wall_s=result.wall_s)

@@ -1,0 +1,186 @@
+"""Versioned reward functions (``name@vN``), their weighted sum, and the golden-case regression check.
+
+Each reward is small and pure: ``(EpisodeOutcome, RewardConfig) -> float``. Changing what a reward returns for any
+input means registering a new version (``correctness@v2``) and adding golden cases for it; ``sandgym rewards
+check`` recomputes every golden case in ``sandgym/envs/golden/`` and fails when an output moved.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sandgym.envs.outcome import EpisodeOutcome
+from sandgym.errors import ConfigError
+
+__all__ = [
+    "REWARDS",
+    "RewardConfig",
+    "RewardFn",
+    "register_reward",
+    "resolve",
+    "compute_rewards",
+    "GOLDEN_DIR",
+    "check_golden",
+]
+
+RewardFn = Callable[[EpisodeOutcome, "RewardConfig"], float]
+REWARDS: dict[str, RewardFn] = {}
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+_DEFAULT_WEIGHTS = MappingProxyType(
+    {"correctness@v1": 1.0, "format@v1": 0.1, "runtime@v1": 0.05, "completion@v1": 0.0, "traps@v1": 0.0}
+)
+
+
+def register_reward(name: str) -> Callable[[RewardFn], RewardFn]:
+    """Register ``fn`` under ``name@vN``; a name may be registered once (bump the version to change it)."""
+    if "@v" not in name or not name.rsplit("@v", 1)[1].isdigit():
+        raise ValueError(f"reward name {name!r} must look like 'name@vN', e.g. 'correctness@v2'")
+
+    def deco(fn: RewardFn) -> RewardFn:
+        if name in REWARDS:
+            raise ValueError(f"reward {name!r} is already registered; register the change as a new version")
+        REWARDS[name] = fn
+        return fn
+
+    return deco
+
+
+def resolve(name: str) -> str:
+    """``correctness`` -> its latest version ``correctness@vN``; a full ``name@vN`` must exist."""
+    if "@v" in name:
+        if name not in REWARDS:
+            raise ConfigError(f"unknown reward {name!r}; registered: {sorted(REWARDS)}")
+        return name
+    versions = [k for k in REWARDS if k.split("@v")[0] == name]
+    if not versions:
+        bases = sorted({k.split("@v")[0] for k in REWARDS})
+        raise ConfigError(f"unknown reward {name!r}; choose from {bases} (optionally with @vN)")
+    return max(versions, key=lambda k: int(k.rsplit("@v", 1)[1]))
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Reward weights (``name`` or ``name@vN`` -> weight) and the runtime budget; zero-weight rewards are metrics."""
+
+    weights: Mapping[str, float] = field(default_factory=lambda: dict(_DEFAULT_WEIGHTS))
+    latency_budget_s: float = 10.0
+    """Sandbox wall time per episode above which ``runtime`` starts to penalise latency."""
+
+    def __post_init__(self) -> None:
+        resolved = {resolve(k): float(v) for k, v in self.weights.items()}
+        for key, value in resolved.items():
+            if not math.isfinite(value):
+                raise ConfigError(f"reward weight {key}={value} must be a finite number")
+        if self.latency_budget_s <= 0:
+            raise ConfigError(f"latency_budget_s={self.latency_budget_s} must be > 0")
+        object.__setattr__(self, "weights", MappingProxyType(resolved))
+
+
+@register_reward("correctness@v1")
+def correctness_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Fraction of hidden tests passed (short reports count missing tests as failed), match 0/1, or script score.
+
+    >>> correctness_v1(EpisodeOutcome(tests_passed=3, tests_expected=4), RewardConfig())
+    0.75
+    """
+    if o.infra_failure:
+        return 0.0
+    if o.verifier_kind == "tests":
+        return min(o.tests_passed, o.tests_expected) / o.tests_expected if o.tests_expected > 0 else 0.0
+    if o.verifier_kind == "match":
+        return 1.0 if o.answer_matched else 0.0
+    return min(1.0, max(0.0, o.script_score or 0.0))
+
+
+@register_reward("completion@v1")
+def completion_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """1.0 when the task is fully solved, else 0.0."""
+    return 1.0 if o.solved else 0.0
+
+
+@register_reward("format@v1")
+def format_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Minus the share of turns with a format error (malformed call, unknown tool, bad args, no call); in [-1, 0].
+
+    >>> format_v1(EpisodeOutcome(turns=4, malformed_calls=1), RewardConfig())
+    -0.25
+    """
+    if o.turns <= 0:
+        return 0.0
+    return 0.0 - min(1.0, o.format_errors / o.turns)
+
+
+@register_reward("runtime@v1")
+def runtime_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Penalty in [-1, 0]: a quarter each for exceptions (3+ = full), any timeout, any OOM, and sandbox wall time
+    beyond ``cfg.latency_budget_s`` (full at twice the budget)."""
+    exc = min(1.0, o.exceptions / 3)
+    latency = min(1.0, max(0.0, o.sandbox_wall_s / cfg.latency_budget_s - 1.0))
+    return 0.0 - 0.25 * (exc + float(o.timeouts > 0) + float(o.ooms > 0) + latency)
+
+
+@register_reward("traps@v1")
+def traps_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Fraction of trap (edge-case) tests passed; 0.0 when the task has none."""
+    if o.infra_failure or o.traps_expected <= 0:
+        return 0.0
+    return min(o.traps_passed, o.traps_expected) / o.traps_expected
+
+
+def compute_rewards(outcome: EpisodeOutcome, config: RewardConfig | None = None) -> tuple[float, dict[str, float]]:
+    """(weighted score, every weighted reward's value by ``name@vN``). Infra failures score 0."""
+    config = config or RewardConfig()
+    components = {name: float(REWARDS[name](outcome, config)) for name in config.weights}
+    if outcome.infra_failure:
+        return 0.0, components
+    total = sum(config.weights[name] * value for name, value in components.items())
+    return float(total), components
+
+
+def _load_case(path: Path) -> tuple[EpisodeOutcome, RewardConfig, dict[str, float]]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    outcome = EpisodeOutcome.from_dict(data["outcome"])
+    config = RewardConfig(**data.get("config", {}))
+    return outcome, config, {k: float(v) for k, v in data["expected"].items()}
+
+
+def check_golden(directory: Path | None = None, rewards: Mapping[str, RewardFn] | None = None) -> list[str]:
+    """Recompute every golden case; return one line per problem (empty list = all rewards unchanged).
+
+    A problem is a reward whose value moved (name the reward, the case, old and new value), a golden case naming
+    an unregistered reward, or a registered reward with no golden case at all.
+    """
+    directory = directory or GOLDEN_DIR
+    rewards = REWARDS if rewards is None else rewards
+    problems: list[str] = []
+    covered: set[str] = set()
+    cases = sorted(directory.glob("*.json"))
+    if not cases:
+        return [f"no golden cases in {directory}; add JSON files with 'outcome' and 'expected'"]
+    for path in cases:
+        try:
+            outcome, config, expected = _load_case(path)
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(f"{path.name}: cannot load ({exc})")
+            continue
+        for name, want in expected.items():
+            covered.add(name)
+            if name not in rewards:
+                problems.append(f"{name} in {path.name}: reward is not registered")
+                continue
+            got = float(rewards[name](outcome, config))
+            if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
+                problems.append(
+                    f"{name} changed on golden case {path.stem}: expected {want!r}, got {got!r}; "
+                    "register the new behaviour as a new version instead of editing this one"
+                )
+    for name in sorted(set(rewards) - covered):
+        problems.append(f"{name} has no golden case; add one to {directory}")
+    return problems

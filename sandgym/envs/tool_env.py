@@ -1,0 +1,386 @@
+"""``ToolEnv``: a Gymnasium environment where the action is the model's text for one turn and tools run in a sandbox.
+
+Reading order = execution order: ``reset`` picks a task and builds the prompt; ``step`` parses the turn, runs the
+calls, checks the budgets and, when the episode ends, grades it and computes the reward. See docs/ENVIRONMENTS.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from sandgym.envs.builtin_tools import builtin_tools
+from sandgym.envs.grading import Grade, grade
+from sandgym.envs.outcome import EpisodeOutcome, classify_failure
+from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall, parse_turn
+from sandgym.envs.rewards import RewardConfig, compute_rewards
+from sandgym.envs.runtime import ToolContext
+from sandgym.envs.spaces import AnyText
+from sandgym.envs.tasksource import TaskSource
+from sandgym.envs.tools import Tool, ToolSet
+from sandgym.errors import ConfigError, SandboxError
+from sandgym.sandbox.protocol import Sandbox
+from sandgym.tasks.task import Task
+
+__all__ = ["ToolEnv", "CodeAction", "DOMAIN_DESCRIPTIONS"]
+
+log = logging.getLogger(__name__)
+CodeAction = Literal["python", "submit"] | None
+
+DOMAIN_DESCRIPTIONS: Mapping[str, str] = {
+    "coding": "You are a software engineer. Write or fix Python code in the workspace; hidden tests decide.",
+    "long_context": "You answer questions about long documents. Find the facts you need, then submit the answer.",
+}
+
+
+@dataclass
+class _Counts:
+    malformed_calls: int = 0
+    unknown_tools: int = 0
+    bad_args: int = 0
+    no_call_turns: int = 0
+    tool_calls: int = 0
+    code_actions: int = 0
+    tool_errors: int = 0
+
+
+_ERROR_FIELD = {"malformed": "malformed_calls", "unknown_tool": "unknown_tools", "bad_args": "bad_args",
+                "no_call": "no_call_turns"}
+
+
+class ToolEnv(gym.Env[str, str]):
+    """A multi-turn tool-calling environment over a list of tasks (see docs/ARCHITECTURE.md for the contract).
+
+    Args:
+        tasks: the tasks to draw from, a suite spec for ``load_suite`` (``"coding:train"``), or None for the
+            class's ``default_suite``.
+        suite_n, suite_seed, difficulty, suite_kwargs: passed to ``load_suite`` when ``tasks`` is a spec.
+        backend: sandbox backend for the default factory (``"local"``, ``"e2b"``, ``"auto"``).
+        sandbox_factory: ``task -> Sandbox``, called once per episode on first tool use (overrides ``backend``).
+        tools: tools offered to the agent (default: every built-in tool).
+        code_action: what a fenced python block in a turn without ``<tool_call>`` does: ``"python"`` runs it,
+            ``"submit"`` writes it to the task's entry file and submits, None counts a no-call turn.
+        reward_weights: ``name[@vN]`` -> weight (default: ``RewardConfig()``'s).
+        max_turns, max_total_observation_chars, episode_timeout_s: budgets (a task's own limits can only be
+            tightened); running out truncates the episode, which is still graded.
+        reuse_sandbox: keep the sandbox for the next episode and wipe its workspace and /tmp instead of starting a
+            fresh one (several times faster per episode). The sandbox kills stray processes after every call,
+            but a fresh sandbox per episode (the default) is the stronger guarantee against leaked state.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    default_suite: str | None = None
+    description: str = ""
+
+    def __init__(
+        self,
+        tasks: Sequence[Task] | str | None = None,
+        *,
+        suite_n: int = 32,
+        suite_seed: int = 0,
+        difficulty: int | None = None,
+        suite_kwargs: Mapping[str, Any] | None = None,
+        backend: str = "local",
+        sandbox_factory: Callable[[Task], Sandbox] | None = None,
+        tools: Sequence[Tool | Callable[..., str]] | None = None,
+        code_action: CodeAction = "python",
+        reward_weights: Mapping[str, float] | None = None,
+        reward_config: RewardConfig | None = None,
+        max_turns: int | None = None,
+        max_total_observation_chars: int | None = None,
+        episode_timeout_s: float | None = None,
+        reuse_sandbox: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        if code_action not in ("python", "submit", None):
+            raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', None")
+        if render_mode not in (None, "ansi"):
+            raise ConfigError(f"render_mode={render_mode!r} is not supported; use 'ansi' or None")
+        for name, value in (("max_turns", max_turns), ("max_total_observation_chars", max_total_observation_chars),
+                            ("episode_timeout_s", episode_timeout_s)):
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name}={value} must be > 0 (or None for the task's own limit)")
+        spec = tasks if tasks is not None else self.default_suite
+        self.task_source = TaskSource(spec, n=suite_n, seed=suite_seed, difficulty=difficulty,
+                                      filter=self.task_filter, suite_kwargs=suite_kwargs)
+        self.backend = backend
+        self.sandbox_factory = sandbox_factory or self._default_factory
+        self.reuse_sandbox = reuse_sandbox
+        self._spare: Sandbox | None = None
+        self.toolset = ToolSet(tools if tools is not None else builtin_tools())
+        self.code_action: CodeAction = code_action
+        if reward_config is None:
+            reward_config = RewardConfig(weights=reward_weights) if reward_weights else RewardConfig()
+        self.reward_config = reward_config
+        self.max_turns = max_turns
+        self.max_total_observation_chars = max_total_observation_chars
+        self.episode_timeout_s = episode_timeout_s
+        self.render_mode = render_mode
+        self.observation_space = AnyText()
+        self.action_space = AnyText()
+        self.messages: list[dict[str, Any]] = []
+        self._ctx: ToolContext | None = None
+        self._done = False
+        self._counts = _Counts()
+        self._turns = 0
+        self._obs_chars = 0
+        self._start = 0.0
+
+    # ---------------------------------------------------------------------------------------------- hooks
+    def task_filter(self, task: Task) -> bool:
+        """Which tasks of the suite this env serves (subclasses narrow it)."""
+        return True
+
+    def _default_factory(self, task: Task) -> Sandbox:
+        from sandgym.sandbox import Limits
+
+        limits = Limits(timeout_s=task.limits.exec_timeout_s)
+        try:
+            from sandgym.sandbox.factory import make_sandbox
+        except ModuleNotFoundError as exc:  # factory not built yet: the local backend directly
+            if exc.name != "sandgym.sandbox.factory" or self.backend not in ("local", "auto"):
+                raise
+            from sandgym.sandbox.local import LocalSandbox
+
+            return LocalSandbox(limits)
+        return make_sandbox(self.backend, limits=limits)
+
+    def system_prompt(self, task: Task) -> str:
+        """Domain, how to call tools (one short example), the tool schemas: short, the model may have 8K context."""
+        domain = DOMAIN_DESCRIPTIONS.get(task.domain, "You are an agent working in a sandboxed workspace.")
+        lines = [
+            domain,
+            "Act by calling tools. Write each call on its own line as",
+            '<tool_call>{"name": "<tool>", "arguments": {<JSON arguments>}}</tool_call>',
+            f"Example: {FORMAT_EXAMPLE}",
+        ]
+        if self.code_action == "python":
+            lines.append("A reply with only a ```python code block runs that code with the python tool.")
+        elif self.code_action == "submit":
+            entry = task.metadata.get("entry_file", "solution.py")
+            lines.append(f"A reply with only a ```python code block saves it as {entry} and submits.")
+        lines.append("When finished, call submit (the answer to a question, or \"done\" after coding).")
+        lines.append("Tools:\n" + self.toolset.render())
+        return "\n".join(lines)
+
+    # ---------------------------------------------------------------------------------------------- API
+    @property
+    def task(self) -> Task | None:
+        return self._ctx.task if self._ctx is not None else None
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return self.toolset.schemas
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start an episode on ``options["task"]`` (a Task or task id) or on a task drawn with ``np_random``."""
+        super().reset(seed=seed)
+        self._close_episode()
+        choice = (options or {}).get("task")
+        if isinstance(choice, Task):
+            task = choice
+        elif isinstance(choice, str):
+            task = self.task_source.get(choice)
+        elif choice is None:
+            tasks = self.task_source.tasks
+            task = tasks[int(self.np_random.integers(len(tasks)))]
+        else:
+            raise ConfigError(f"options['task']={choice!r} must be a Task or a task id string")
+        self._ctx = ToolContext(task, self._sandbox_for)
+        self._done = False
+        self._counts = _Counts()
+        self._turns = 0
+        self._obs_chars = 0
+        self._start = time.monotonic()
+        system = self.system_prompt(task)
+        self.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
+        info = {
+            "messages": [dict(m) for m in self.messages],
+            "tools": self.toolset.schemas,
+            "task": task,
+            "task_id": task.id,
+            "system_prompt": system,
+            "max_turns": self._max_turns(task),
+        }
+        return task.prompt, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Run one turn. Never raises for anything the agent wrote; a sandbox failure ends it as ``infra_failure``."""
+        if self._ctx is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        if self._done:
+            msg = {"role": "user", "content": "The episode is over; call reset() to start a new one."}
+            return msg["content"], 0.0, True, False, {"messages": [msg], "tool_calls": [], "parse_errors": []}
+        ctx = self._ctx
+        self._turns += 1
+        action = action if isinstance(action, str) else str(action)
+        self.messages.append({"role": "assistant", "content": action})
+        new: list[dict[str, Any]] = []
+        calls: list[ToolCall] = []
+        errors: list[ParseError] = []
+        infra: str | None = None
+        try:
+            calls, errors = self._run_turn(ctx, action, new)
+        except SandboxError as exc:
+            infra = f"sandbox failed: {exc}"
+        except Exception as exc:  # a bug must not kill a rollout worker; flagged as infra, logged
+            log.exception("ToolEnv.step failed on task %s", ctx.task.id)
+            infra = f"internal error: {type(exc).__name__}: {exc}"
+        self._obs_chars += sum(len(m["content"]) for m in new)
+        truncation = "infra" if infra else self._budget_exhausted(ctx)
+        terminated = infra is None and ctx.submitted is not None
+        info: dict[str, Any] = {"tool_calls": calls, "parse_errors": errors}
+        reward = 0.0
+        if terminated or truncation:
+            if truncation and truncation != "infra":
+                new.append({"role": "user", "content": f"[episode ended: budget {truncation} ran out]"})
+            reward = self._finish(ctx, truncation, infra, info)
+        self.messages.extend(new)
+        info["messages"] = [dict(m) for m in new]
+        return self._render_obs(new), reward, terminated, truncation is not None, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return "\n".join(f"[{m['role']}] {m['content']}" for m in self.messages[-4:])
+
+    # ---------------------------------------------------------------------------------------------- internals
+    def _max_turns(self, task: Task) -> int:
+        return min(task.limits.max_turns, self.max_turns or task.limits.max_turns)
+
+    def _sandbox_for(self, task: Task) -> Sandbox:
+        spare, self._spare = self._spare, None
+        return spare if spare is not None else self.sandbox_factory(task)
+
+    def _close_episode(self, keep: bool = False) -> None:
+        """End the episode's sandbox use: close it, or (``reuse_sandbox`` and healthy) wipe it for the next one."""
+        if self._ctx is None:
+            return
+        if not (keep and self.reuse_sandbox):
+            self._ctx.close()
+            return
+        sandbox = self._ctx.detach()
+        if sandbox is None:
+            return
+        try:
+            wiped = sandbox.exec(["find", ".", "-mindepth", "1", "-delete"], timeout=10).exit_code == 0
+        except Exception:  # noqa: BLE001 - a sandbox that cannot be wiped is replaced
+            wiped = False
+        if wiped and self._spare is None:
+            self._spare = sandbox
+        else:
+            with contextlib.suppress(Exception):
+                sandbox.close()
+
+    def close(self) -> None:
+        self._close_episode()
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
+        super().close()
+
+    def _run_turn(self, ctx: ToolContext, text: str, new: list[dict[str, Any]]) -> tuple[list[ToolCall], list[ParseError]]:
+        parsed = parse_turn(text)
+        calls = list(parsed.calls)
+        errors = list(parsed.errors)
+        if not calls and not errors:
+            if parsed.code_blocks and self.code_action is not None:
+                calls = self._code_action_calls(ctx, parsed.code_blocks[-1])
+                self._counts.code_actions += 1
+            else:
+                hint = " Or reply with a ```python code block." if self.code_action else ""
+                errors.append(ParseError(
+                    "no_call", f"No tool call found in your message. Call a tool, e.g. {FORMAT_EXAMPLE}.{hint}"))
+        for call in calls:
+            if ctx.submitted is not None:
+                break  # the episode ended with submit; later calls do not run
+            error = self.toolset.check(call)
+            if error is not None:
+                errors.append(error)
+                continue
+            if not call.code_action:
+                self._counts.tool_calls += 1
+            result = self.toolset.call(ctx, call)
+            if not result.ok:
+                self._counts.tool_errors += 1
+            new.append({"role": "tool", "name": call.name, "content": result.content})
+        for e in errors:
+            setattr(self._counts, _ERROR_FIELD[e.kind], getattr(self._counts, _ERROR_FIELD[e.kind]) + 1)
+        if errors:
+            new.append({"role": "user", "content": "\n".join(f"Error: {e.message}" for e in errors)})
+        return calls, errors
+
+    def _code_action_calls(self, ctx: ToolContext, code: str) -> list[ToolCall]:
+        if self.code_action == "python":
+            return [ToolCall("python", {"code": code}, raw=code, code_action=True)]
+        return [
+            ToolCall("write_file", {"path": ctx.entry_file, "content": code + "\n"}, raw=code, code_action=True),
+            ToolCall("submit", {"answer": "done"}, raw=code, code_action=True),
+        ]
+
+    def _budget_exhausted(self, ctx: ToolContext) -> str | None:
+        if ctx.submitted is not None:
+            return None
+        task = ctx.task
+        if self._turns >= self._max_turns(task):
+            return "max_turns"
+        obs_budget = self.max_total_observation_chars or 3 * task.limits.max_observation_chars
+        if self._obs_chars > obs_budget:
+            return "observation_budget"
+        timeout = min(task.limits.episode_timeout_s, self.episode_timeout_s or task.limits.episode_timeout_s)
+        if time.monotonic() - self._start > timeout:
+            return "wall_time"
+        return None
+
+    def _finish(self, ctx: ToolContext, truncation: str | None, infra: str | None, info: dict[str, Any]) -> float:
+        """Grade the episode, fill the terminal ``info`` and return the reward (0.0 on infra failure)."""
+        self._done = True
+        g = Grade()
+        if infra is None:
+            try:
+                g = grade(ctx)
+            except SandboxError as exc:
+                infra, truncation = f"sandbox failed while grading: {exc}", "infra"
+            except Exception as exc:
+                log.exception("grading failed on task %s", ctx.task.id)
+                infra, truncation = f"internal error while grading: {type(exc).__name__}: {exc}", "infra"
+        task, stats = ctx.task, ctx.stats
+        outcome = EpisodeOutcome(
+            task_id=task.id, domain=task.domain, family=task.family, verifier_kind=task.verifier.kind,
+            tests_passed=g.tests_passed, tests_expected=g.tests_expected, traps_passed=g.traps_passed,
+            traps_expected=g.traps_expected, answer_matched=g.answer_matched, script_score=g.script_score,
+            grader_exceptions=g.grader_exceptions, **vars(self._counts), exceptions=stats.exceptions,
+            timeouts=stats.timeouts, ooms=stats.ooms, sandbox_wall_s=round(stats.wall_s, 4), turns=self._turns,
+            submitted=ctx.submitted is not None, truncation=truncation, infra_failure=infra is not None,
+        )
+        outcome = replace(outcome, failure_mode=classify_failure(outcome))
+        reward, components = compute_rewards(outcome, self.reward_config)
+        info.update(
+            reward_components=components,
+            outcome=outcome,
+            runtime={**stats.as_dict(), "grade_wall_s": round(g.wall_s, 4),
+                     "episode_s": round(time.monotonic() - self._start, 4)},
+            infra_failure=infra is not None,
+            truncation=truncation,
+            failure_mode=outcome.failure_mode,
+        )
+        if infra:
+            info["error"] = infra
+        self._close_episode(keep=infra is None)
+        return reward
+
+    @staticmethod
+    def _render_obs(messages: list[dict[str, Any]]) -> str:
+        parts = []
+        for m in messages:
+            if m["role"] == "tool":
+                parts.append(f"<tool_response>\n{m['content']}\n</tool_response>")
+            else:
+                parts.append(m["content"])
+        return "\n".join(parts)

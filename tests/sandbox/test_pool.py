@@ -1,0 +1,149 @@
+"""SandboxPool: warm hand-out, concurrency cap, replacement of broken sandboxes, failure classification."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from sandgym.errors import SandboxError
+from sandgym.sandbox import ExecResult, Limits, SandboxPool, protocol
+from sandgym.sandbox.pool import classify
+
+
+class FakeSandbox:
+    """A scripted in-memory sandbox (no processes) so the pool logic is tested fast and deterministically."""
+
+    instances: list[FakeSandbox] = []
+
+    def __init__(self) -> None:
+        self.workdir = "/workspace"
+        self.limits = Limits()
+        self.closed = False
+        self.files: dict[str, str] = {}
+        FakeSandbox.instances.append(self)
+
+    @property
+    def alive(self) -> bool:
+        return not self.closed
+
+    def exec(self, cmd: str | Sequence[str], *, timeout: float | None = None,
+             env: Mapping[str, str] | None = None, stdin: str | bytes | None = None) -> ExecResult:
+        if cmd == "die":
+            raise SandboxError("sandbox died")
+        if cmd == "loop":
+            return ExecResult(exit_code=None, stdout="", stderr="", timed_out=True)
+        return ExecResult(exit_code=0 if cmd == "ok" else 1, stdout="", stderr="")
+
+    def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
+        return self.exec(code)
+
+    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None) -> protocol.TestReport:
+        return protocol.TestReport(expected=expected)
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        self.files[path] = str(data)
+
+    def read_file(self, path: str) -> str:
+        return self.files[path]
+
+    def read_bytes(self, path: str) -> bytes:
+        return self.files[path].encode()
+
+    def list_files(self, path: str = ".") -> list[str]:
+        return sorted(self.files)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> FakeSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def test_classify() -> None:
+    assert classify(ExecResult(exit_code=0, stdout="", stderr="")) == "ok"
+    assert classify(ExecResult(exit_code=None, stdout="", stderr="", timed_out=True)) == "agent"
+    assert classify(ExecResult(exit_code=1, stdout="", stderr="", oom=True)) == "agent"
+    assert classify(SandboxError("backend unreachable")) == "infra"
+    assert classify(protocol.TestReport(expected=2)) == "agent"
+
+
+def test_pool_counts_agent_and_infra_failures_and_replaces_broken() -> None:
+    FakeSandbox.instances.clear()
+    with SandboxPool(FakeSandbox, size=1, prewarm=0) as pool:
+        with pool.acquire() as sb:
+            assert sb.exec("ok").ok
+            assert sb.exec("loop").timed_out
+            first = sb.sandbox
+        assert first.closed  # no reuse across episodes by default
+        with pytest.raises(SandboxError), pool.acquire() as sb:
+            sb.exec("die")
+        with pool.acquire() as sb:
+            assert sb.sandbox is not first and sb.exec("ok").ok
+        s = pool.stats
+    assert (s.agent_failures, s.infra_failures, s.timeouts, s.replaced_broken) == (1, 1, 1, 1)
+    assert s.acquired == s.released == 3 and s.in_use == 0
+
+
+def test_pool_reuse_keeps_healthy_sandbox() -> None:
+    with SandboxPool(FakeSandbox, size=1, prewarm=1, reuse=True) as pool:
+        with pool.acquire() as sb:
+            first = sb.sandbox
+        with pool.acquire() as sb:
+            assert sb.sandbox is first
+
+
+def test_pool_caps_concurrency() -> None:
+    with SandboxPool(FakeSandbox, size=2, prewarm=0) as pool:
+        inside = threading.Event()
+        release = threading.Event()
+        peak: list[int] = []
+
+        def worker() -> None:
+            with pool.acquire():
+                peak.append(pool.stats.in_use)
+                inside.set()
+                release.wait(5)
+
+        threads = [threading.Thread(target=worker) for _ in range(2)]
+        for t in threads:
+            t.start()
+        inside.wait(5)
+        with pytest.raises(TimeoutError), pool.acquire(timeout=0.05):
+            pass
+        release.set()
+        for t in threads:
+            t.join(5)
+        assert max(peak) <= 2
+
+
+def test_factory_failure_is_infra() -> None:
+    def broken() -> FakeSandbox:
+        raise SandboxError("backend unreachable")
+
+    pool = SandboxPool(broken, size=1, prewarm=0)
+    with pytest.raises(SandboxError), pool.acquire():
+        pass
+    assert pool.stats.infra_failures == 1
+
+
+def test_pool_with_real_local_sandbox_replaces_broken() -> None:
+    from sandgym.sandbox import LocalSandbox
+
+    try:
+        probe = LocalSandbox(Limits(timeout_s=5))
+    except SandboxError as exc:
+        pytest.skip(str(exc))
+    probe.close()
+    with SandboxPool(lambda: LocalSandbox(Limits(timeout_s=5)), size=1, prewarm=1) as pool:
+        with pool.acquire() as sb:
+            sb.write_file("a.txt", "episode 1")
+            assert sb.exec("cat a.txt").stdout == "episode 1"
+        with pool.acquire() as sb:
+            assert sb.list_files() == []  # a fresh sandbox for the next episode
+            assert sb.run_python("print(1)").ok
+        assert pool.stats.created >= 2

@@ -1,0 +1,133 @@
+"""HumanEval- and MBPP-style importers on small sample files written for these tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandgym.errors import TaskError
+from sandgym.sandbox import protocol
+from sandgym.tasks.importers import (
+    check_reference,
+    import_file,
+    import_humaneval,
+    import_mbpp,
+    verify_references,
+)
+from sandgym.tasks.importers.humaneval import split_check
+from sandgym.tasks.load import load_jsonl, save_jsonl
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_humaneval_sample() -> None:
+    tasks = import_humaneval(DATA / "humaneval_sample.jsonl")
+    assert [t.id for t in tasks] == ["humaneval/HumanEval/0", "humaneval/HumanEval/1", "humaneval/HumanEval/2"]
+    assert [t.verifier.expected_tests for t in tasks] == [3, 4, 1]  # the loop-based check stays one test
+    for t in tasks:
+        assert (t.domain, t.family, t.split) == ("coding", "humaneval", "heldout")
+        (src,) = t.verifier.tests.values()
+        assert src.startswith(f"from solution import {t.metadata['function']}\n")
+        assert "raise NotImplementedError" in t.files["solution.py"]
+        assert t.reference.files["solution.py"].startswith(t.files["solution.py"].split("    raise")[0][:20])
+    assert "check(words_upper)" in tasks[2].verifier.tests["test_words_upper.py"]
+    assert import_file("humaneval", DATA / "humaneval_sample.jsonl", split="train")[0].split == "train"
+
+
+def test_mbpp_sample(tmp_path: Path) -> None:
+    tasks = import_mbpp(DATA / "mbpp_sample.jsonl")
+    assert [t.metadata["function"] for t in tasks] == ["remove_Occ", "circle_area", "similar_elements"]
+    assert [t.verifier.expected_tests for t in tasks] == [3, 2, 3]
+    src = tasks[1].verifier.tests["test_circle_area.py"]
+    assert "import math\nfrom solution import circle_area" in src and src.count("\ndef test_") == 2
+    assert "\r" not in tasks[0].reference.files["solution.py"]
+    assert "remove_Occ(s, ch)" in tasks[0].prompt
+    assert load_jsonl(save_jsonl(tasks, tmp_path / "m.jsonl")) == tasks
+
+
+def test_split_check_falls_back_for_non_assert_bodies() -> None:
+    assert len(split_check("def check(c):\n    assert c(1) == 2\n    assert c(2) == 3\n", "f")) == 2
+    assert split_check("def check(c):\n    x = 1\n    assert c(x) == 2\n", "f") == []
+    assert split_check("def nope(c):\n    assert c(1)\n", "f") == []
+
+
+def test_bad_records_name_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    rows = [json.dumps({"task_id": "a", "prompt": "def f():\n", "test": "", "entry_point": "f"}), "{oops",
+            json.dumps({"task_id": "b", "prompt": 3, "canonical_solution": "", "test": "", "entry_point": "f"})]
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(TaskError) as err:
+        import_humaneval(path)
+    text = str(err.value)
+    assert f"{path}:1: canonical_solution: missing field" in text
+    assert f"{path}:2: invalid JSON" in text
+    assert f"{path}:3: prompt: expected str, got int" in text
+    mb = tmp_path / "mb.jsonl"
+    mb.write_text(json.dumps({"task_id": 1, "text": "t", "code": "def g():\n    return 1\n",
+                              "test_list": ["assert h() == 1"]}) + "\n")
+    with pytest.raises(TaskError, match="test_list: the tests call no function defined"):
+        import_mbpp(mb)
+    with pytest.raises(TaskError, match="unknown import format 'apps'"):
+        import_file("apps", mb)
+
+
+class FakeSandbox:
+    """Records writes and answers run_tests with a fixed report (no code runs)."""
+
+    def __init__(self, passed: int) -> None:
+        self.passed, self.files, self.closed = passed, {}, False
+
+    def exec(self, cmd, **kw):
+        self.files.clear()
+        return protocol.ExecResult(0, "", "")
+
+    def write_file(self, path, data):
+        self.files[path] = data
+
+    def run_tests(self, tests, *, expected, timeout=None):
+        outcomes = tuple(protocol.TestOutcome(f"t{i}", "passed" if i < self.passed else "failed", "boom")
+                         for i in range(expected))
+        return protocol.TestReport(expected=expected, outcomes=outcomes, report_found=True)
+
+    def close(self):
+        self.closed = True
+
+
+def test_verify_references_reports_failures() -> None:
+    tasks = import_humaneval(DATA / "humaneval_sample.jsonl")
+    box = FakeSandbox(passed=1)
+    results = verify_references(tasks, lambda: box)
+    assert box.closed and [r.ok for r in results] == [False, False, True]
+    assert results[0].passed == 1 and results[0].expected == 3 and "t1: failed boom" in results[0].message
+    assert box.files["solution.py"] == tasks[-1].reference.files["solution.py"]
+
+
+def test_verify_references_in_real_sandbox() -> None:
+    pytest.importorskip("sandgym.sandbox.local")
+    from sandgym.sandbox import LocalSandbox
+
+    tasks = import_humaneval(DATA / "humaneval_sample.jsonl") + import_mbpp(DATA / "mbpp_sample.jsonl")
+    try:
+        box = LocalSandbox()
+    except Exception as exc:
+        pytest.skip(f"local sandbox unavailable: {exc}")
+    results = verify_references(tasks, lambda: box)
+    assert all(r.ok for r in results), [r for r in results if not r.ok]
+    broken = tasks[0]
+    (noop,) = verify_references([_without_reference_code(broken)], LocalSandbox)
+    assert not noop.ok
+
+
+def _without_reference_code(task):
+    import dataclasses
+
+    return dataclasses.replace(task, reference=dataclasses.replace(task.reference, files=dict(task.files)))
+
+
+def test_check_reference_match_task() -> None:
+    from sandgym.tasks.registry import load_suite
+
+    (task,) = load_suite("long_context/needle:train@1", difficulty=1)
+    assert check_reference(task, FakeSandbox(0)).ok

@@ -1,0 +1,73 @@
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
+from sandgym.train.config import load_config
+from sandgym.train.loop import load_metrics, run
+
+TOY = "tests.train.toy_env:toy/Letters-v0"
+
+
+def toy_overrides(model_dir: Path, out: Path, **extra: object) -> list[str]:
+    base = {
+        "out_dir": json.dumps(str(out)),
+        "model.name": json.dumps(str(model_dir)),
+        "model.lora_r": 8,
+        "model.lora_alpha": 16,
+        "rollout.env": json.dumps(TOY),
+        "rollout.max_new_tokens": 8,
+        "rollout.max_turns": 1,
+        "rollout.temperature": 1.0,
+        "algorithm.group_size": 4,
+        "optim.lr": 0.03,
+        "optim.tasks_per_step": 4,
+        "optim.steps": 12,
+        "optim.micro_batch": 8,
+        "checkpoint.every": 4,
+        "logging.tensorboard": "false",
+        "domains.mix": '[{suite = "coding/strings:train", n_tasks = 4}]',
+    }
+    base.update({k: v for k, v in extra.items()})
+    return [f"{k}={v}" for k, v in base.items()]
+
+
+@pytest.mark.parametrize("algo", ["grpo", "dr_grpo", "rloo"])
+def test_each_algorithm_raises_toy_reward(algo, tiny_model_dir, tmp_path):
+    cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path / algo, **{"algorithm.name": json.dumps(algo)}))
+    result = run(cfg)
+    rewards = [m["rollout/reward_mean"] for m in load_metrics(result.run_dir)]
+    assert len(rewards) == 12
+    first, last = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
+    assert last > first + 0.1, rewards
+    assert (result.run_dir / "checkpoints" / "step-000012" / "adapter_model.safetensors").is_file()
+
+
+def test_checkpoint_is_a_peft_adapter_and_base_weights_do_not_change(tiny_model_dir, tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path / "run", **{"optim.steps": 4}))
+    result = run(cfg)
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    peft_model = PeftModel.from_pretrained(base, str(result.last_checkpoint))
+    lora = {k: v for k, v in peft_model.state_dict().items() if "lora_B" in k}
+    assert lora and any(v.abs().sum() > 0 for v in lora.values())  # lora_B starts at zero: it was trained
+    merged = peft_model.get_base_model().state_dict()
+    for k, v in before.items():
+        key = k.replace(".weight", ".base_layer.weight") if k.replace(".weight", ".base_layer.weight") in merged else k
+        assert torch.equal(merged[key], v), k
+
+
+def test_metrics_are_namespaced_and_logged_per_step(tiny_model_dir, tmp_path):
+    cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path / "run", **{"optim.steps": 2}))
+    run(cfg)
+    rows = load_metrics(tmp_path / "run")
+    assert [r["step"] for r in rows] == [1, 2]
+    for key in ("rollout/reward_mean", "perf/tokens_per_s", "domain/coding/reward", "rollout/infra_failures"):
+        assert key in rows[0]
+    assert (tmp_path / "run" / "config.toml").is_file()
+    assert (tmp_path / "run" / "trajectories.jsonl").read_text().count("\n") >= 2

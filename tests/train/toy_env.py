@@ -1,0 +1,43 @@
+"""A one-turn toy environment with a scripted reward, for trainer tests: reward = share of lowercase letters in
+the model's text. Registered as ``toy/Letters-v0`` when imported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from sandgym.envs.spaces import AnyText
+
+
+class LettersEnv(gymnasium.Env):
+    def __init__(self, target: str = "abcdefghijklmnopqrstuvwxyz", turns: int = 1) -> None:
+        self.observation_space = AnyText()
+        self.action_space = AnyText()
+        self.target = set(target)
+        self.turns = turns
+        self._t = 0
+        self._scores: list[float] = []
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._t = 0
+        self._scores = []
+        task = (options or {}).get("task")
+        messages = [{"role": "system", "content": "Write letters."}, {"role": "user", "content": "go"}]
+        return "go", {"messages": messages, "tools": [], "task": task, "system_prompt": "Write letters."}
+
+    def step(self, action: str):
+        self._t += 1
+        self._scores.append(sum(c in self.target for c in action) / max(len(action), 1))
+        done = self._t >= self.turns
+        reward = float(sum(self._scores) / len(self._scores)) if done else 0.0
+        info: dict[str, Any] = {"messages": [] if done else [{"role": "user", "content": "more"}]}
+        if done:
+            info.update(reward_components={"letters@v1": reward}, runtime={}, infra_failure=False,
+                        success=reward > 0.5, turn_rewards=list(self._scores))
+        return ("" if done else "more"), reward, done, False, info
+
+
+if "toy/Letters-v0" not in gymnasium.registry:
+    gymnasium.register(id="toy/Letters-v0", entry_point="tests.train.toy_env:LettersEnv")
