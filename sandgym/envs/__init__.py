@@ -35,7 +35,23 @@ _LAZY = {
     "ToolSet": "sandgym.envs.tools",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "REWARDS",
+    "AnyText",
+    "CodingEnv",
+    "EpisodeOutcome",
+    "LongContextEnv",
+    "ParseError",
+    "RepoFixEnv",
+    "RewardConfig",
+    "Tool",
+    "ToolCall",
+    "ToolEnv",
+    "ToolResult",
+    "ToolSet",
+    "compute_rewards",
+    "parse_turn",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -28,17 +28,17 @@ ENTRY_POINT_GROUP = "sandgym.envs"
 BUILTIN_ENVS: Mapping[str, dict[str, Any]] = {
     "sandgym/Coding-v0": {
         "entry_point": "sandgym.envs.coding:CodingEnv",
-        "kwargs": {"tasks": "coding:train", "suite_n": 4},
+        "kwargs": {"tasks": "coding:train"},
         "description": "implement or fix Python code in a workspace; hidden tests decide",
     },
     "sandgym/RepoFix-v0": {
         "entry_point": "sandgym.envs.coding:RepoFixEnv",
-        "kwargs": {"tasks": "coding/repo_fix:train", "suite_n": 16},
+        "kwargs": {"tasks": "coding/repo_fix:train"},
         "description": "multi-file repo with a failing behaviour: explore, edit, test; regression tests hidden",
     },
     "sandgym/LongContext-v0": {
         "entry_point": "sandgym.envs.long_context:LongContextEnv",
-        "kwargs": {"tasks": "long_context:train", "suite_n": 4},
+        "kwargs": {"tasks": "long_context:train"},
         "description": "questions over 1K-64K-token documents, inline or only via read_file/grep",
     },
 }

@@ -42,7 +42,7 @@ class TaskSource:
         self,
         spec: Sequence[Task] | str | None,
         *,
-        n: int | None = 32,
+        n: int | None = None,
         seed: int = 0,
         difficulty: int | None = None,
         filter: Callable[[Task], bool] | None = None,

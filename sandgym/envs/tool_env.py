@@ -82,7 +82,7 @@ class ToolEnv(gym.Env[str, str]):
         self,
         tasks: Sequence[Task] | str | None = None,
         *,
-        suite_n: int = 32,
+        suite_n: int | None = None,
         suite_seed: int = 0,
         difficulty: int | None = None,
         suite_kwargs: Mapping[str, Any] | None = None,

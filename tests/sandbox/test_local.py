@@ -162,6 +162,24 @@ def test_run_tests_counts_from_the_report(sb: LocalSandbox) -> None:
     assert sb.run_tests(TESTS, expected=3).all_passed
 
 
+def test_hidden_tests_can_use_common_fixtures(sb: LocalSandbox) -> None:
+    tests = {"test_fixtures.py": (
+        "import pytest\n\n"
+        "def test_tmp(tmp_path, tmpdir):\n    (tmp_path / 'f').write_text('x')\n    assert tmpdir.check()\n\n"
+        "def test_capsys(capsys):\n    print('hi')\n    assert capsys.readouterr().out == 'hi\\n'\n\n"
+        "def test_monkeypatch(monkeypatch):\n    monkeypatch.setenv('A', '1')\n\n"
+        "@pytest.mark.parametrize('n', [1, 2])\ndef test_param(n):\n    assert n\n\n"
+        "@pytest.mark.skip(reason='no')\ndef test_skipped():\n    pass\n\n"
+        "@pytest.fixture\ndef broken():\n    raise RuntimeError('setup')\n\n"
+        "def test_setup_error(broken):\n    pass\n")}
+    rep = sb.run_tests(tests, expected=7)
+    kinds = {o.name.split("::")[1]: o.outcome for o in rep.outcomes}
+    assert kinds == {"test_tmp": "passed", "test_capsys": "passed", "test_monkeypatch": "passed",
+                     "test_param[1]": "passed", "test_param[2]": "passed", "test_skipped": "skipped",
+                     "test_setup_error": "error"}
+    assert rep.passed == 5 and not rep.all_passed
+
+
 def test_os_exit_hack_earns_nothing(sb: LocalSandbox) -> None:
     sb.write_file("solution.py", "import os\nos._exit(0)\n")
     rep = sb.run_tests(TESTS, expected=3)

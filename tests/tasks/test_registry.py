@@ -110,3 +110,17 @@ def test_cli_smoke_subprocess() -> None:
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "long_context/needle" in res.stdout
+
+
+def test_cli_import_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("sandgym.sandbox.local")
+    from sandgym.sandbox import LocalSandbox
+
+    try:
+        LocalSandbox().close()
+    except Exception as exc:
+        pytest.skip(f"local sandbox unavailable: {exc}")
+    out = tmp_path / "mbpp.jsonl"
+    assert main(["tasks", "import", "--format", "mbpp", str(DATA / "mbpp_sample.jsonl"), "-o", str(out),
+                 "--verify"]) == 0
+    assert "references: 3/3 pass their own tests" in capsys.readouterr().out and out.exists()

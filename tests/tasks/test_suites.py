@@ -125,3 +125,17 @@ def test_builtin_suites_entry_point_shape() -> None:
     assert len(train) == 16 and not any(t.unseen for t in train)
     held = suites["coding"]("heldout", 16, 0, 1)
     assert {"parsing", "refactor"} <= {t.family for t in held}
+
+
+def test_deterministic_across_processes() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = ("import hashlib, json\nfrom sandgym.tasks.registry import load_suite\n"
+            "from sandgym.tasks.load import task_to_dict\n"
+            "ts = load_suite('coding', n=24, seed=3) + load_suite('long_context', n=5, seed=3, difficulty=1)\n"
+            "print(hashlib.sha256(json.dumps([task_to_dict(t) for t in ts], sort_keys=True).encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(digests) == 1

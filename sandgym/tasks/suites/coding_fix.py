@@ -11,7 +11,6 @@ from sandgym.errors import TaskError
 from sandgym.tasks.suites.base import (
     MAX_DIFFICULTY,
     FamilySpec,
-    FuncProblem,
     Template,
     call_args,
     coding_task,
@@ -251,4 +250,4 @@ FAMILIES = [
                True, _make("refactor", _refactor_one)),
 ]
 
-__all__ = ["FAMILIES", "FuncProblem"]
+__all__ = ["BUGS", "FAMILIES", "REFACTORS"]

@@ -1,0 +1,65 @@
+"""The one config of ``sandgym eval``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandgym.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to evaluate, on what, and how often.
+
+    ``policy`` / ``baseline``: ``smollm2-135m`` or another base model (hub id available offline or a local
+    directory), a PEFT adapter directory, a training run directory (its latest checkpoint), an
+    OpenAI-compatible endpoint ``openai:BASE_URL[#MODEL]``, or a scripted agent ``oracle`` / ``noop`` / ``random``.
+    ``suites``: built-in (``coding/strings:heldout``), plugin, imported JSONL, or a task folder.
+    """
+
+    policy: str
+    suites: tuple[str, ...]
+    out: str = "runs/eval"
+    samples: int = 4
+    """K samples per task (pass@k is reported for k = 1..K)."""
+    seeds: tuple[int, ...] = (0,)
+    n_tasks: int = 16
+    """Tasks drawn from each generated suite (files are used whole)."""
+    task_seed: int = 1
+    difficulty: int | None = None
+    baseline: str | None = None
+    max_new_tokens: int = 160
+    max_turns: int = 3
+    max_total_tokens: int = 4096
+    temperature: float = 0.7
+    top_p: float = 1.0
+    code_action: str = "submit"
+    tools: tuple[str, ...] = ()
+    """Tool names offered to the agent (empty: all built-in tools)."""
+    sandbox: str = "local"
+    trained_families: tuple[str, ...] = ()
+    """Families the policy was trained on (empty: every family not marked unseen), for the transfer view."""
+    batch_episodes: int = 64
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.suites:
+            raise ConfigError("eval needs at least one --suite (e.g. --suite coding:heldout); see `sandgym tasks list`")
+        if self.samples < 1:
+            raise ConfigError(f"--samples={self.samples} must be >= 1")
+        if not self.seeds:
+            raise ConfigError("--seeds must list at least one seed")
+        if self.temperature <= 0:
+            raise ConfigError(f"temperature={self.temperature} must be > 0 (sampling is needed for pass@k)")
+        if self.code_action not in ("python", "submit", "none"):
+            raise ConfigError(f"code_action={self.code_action!r} is not one of 'python', 'submit', 'none'")
+
+    @classmethod
+    def with_seeds(cls, n: int, **kw: Any) -> EvalConfig:
+        return cls(seeds=tuple(range(n)), **kw)
+
+
+def parse_suites(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(s for v in values for s in v.split(",") if s)

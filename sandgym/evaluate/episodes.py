@@ -1,0 +1,100 @@
+"""One evaluated episode as a flat, typed row (``episodes.jsonl``), built from a trajectory and its task."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandgym.agents.trajectory import Trajectory
+from sandgym.tasks.task import Task
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    seed: int
+    task_id: str
+    domain: str
+    family: str
+    unseen: bool
+    sample: int
+    success: bool
+    reward: float
+    failure_mode: str
+    turns: int
+    gen_tokens: int
+    sandbox_s: float
+    truncated: bool
+    infra_failure: bool
+    reward_components: Mapping[str, float] = field(default_factory=dict)
+    trajectory: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return (self.seed, self.task_id)
+
+    @property
+    def traps_failed(self) -> float | None:
+        """Share of trap tests failed, when the task has traps (reward component ``traps@v1``)."""
+        v = next((x for k, x in self.reward_components.items() if k.startswith("traps@")), None)
+        return None if v is None else 1.0 - float(v)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> EpisodeRow:
+        return cls(**d)
+
+    @classmethod
+    def from_trajectory(cls, t: Trajectory, task: Task, seed: int) -> EpisodeRow:
+        return cls(
+            seed=seed,
+            task_id=t.task_id,
+            domain=t.domain,
+            family=t.family,
+            unseen=bool(task.unseen),
+            sample=t.sample_idx,
+            success=bool(t.success) and not t.infra_failure,
+            reward=float(t.reward),
+            failure_mode="infra" if t.infra_failure else (t.failure_mode or ("success" if t.success else "wrong_answer")),
+            turns=t.num_turns,
+            gen_tokens=t.num_generated_tokens if t.has_tokens else sum(len(x.text) for x in t.turns) // 4,
+            sandbox_s=float(t.runtime.get("sandbox_s", t.runtime.get("wall_s", 0.0))),
+            truncated=t.truncated,
+            infra_failure=t.infra_failure,
+            reward_components=dict(t.reward_components),
+            trajectory=_light(t),
+        )
+
+
+def _light(t: Trajectory) -> dict[str, Any]:
+    """The trajectory without token ids (the text of every turn is kept; ids are for training, not reports)."""
+    d = t.to_json()
+    for turn in d["turns"]:
+        turn.pop("prompt_token_ids", None)
+        turn.pop("completion_logprobs", None)
+        turn["completion_tokens"] = len(turn.pop("completion_token_ids", []))
+    return d
+
+
+def append_rows(path: Path, rows: Iterable[EpisodeRow]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+        f.flush()
+
+
+def read_rows(path: Path) -> list[EpisodeRow]:
+    """Rows of a (possibly interrupted) evaluation; a torn last line is ignored."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(EpisodeRow.from_json(json.loads(line)))
+        except (json.JSONDecodeError, TypeError):
+            continue
+    return rows

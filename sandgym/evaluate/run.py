@@ -1,0 +1,171 @@
+"""``sandgym eval``: roll out a policy on held-out suites, K samples x S seeds, resumably; then aggregate+report.
+
+Episodes are appended to ``episodes.jsonl`` one (seed, task) group at a time, so an interrupted evaluation
+resumes without redoing finished groups.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandgym.configs import to_dict
+from sandgym.evaluate.aggregate import aggregate
+from sandgym.evaluate.config import EvalConfig
+from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows
+from sandgym.evaluate.policies import PolicyInfo, load_policy
+from sandgym.tasks.task import Task
+
+METRICS_SCHEMA = "sandgym.eval/v1"
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    out_dir: Path
+    metrics: dict[str, Any]
+    rows: tuple[EpisodeRow, ...]
+
+    @property
+    def report_md(self) -> Path:
+        return self.out_dir / "report.md"
+
+    @property
+    def report_html(self) -> Path:
+        return self.out_dir / "report.html"
+
+
+def load_tasks(config: EvalConfig) -> list[Task]:
+    from sandgym.tasks.registry import load_suite
+
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for spec in config.suites:
+        for t in load_suite(spec, n=config.n_tasks, seed=config.task_seed, difficulty=config.difficulty):
+            if t.id not in seen:
+                seen.add(t.id)
+                tasks.append(t)
+    return tasks
+
+
+def env_factory(config: EvalConfig) -> Callable[[], Any]:
+    from sandgym.envs.builtin_tools import builtin_tools
+    from sandgym.envs.tool_env import ToolEnv
+
+    code_action = None if config.code_action == "none" else config.code_action
+    tools = list(config.tools) or None
+
+    def make() -> Any:
+        return ToolEnv(tasks=[], backend=config.sandbox, code_action=code_action, max_turns=config.max_turns,
+                       tools=builtin_tools(tools) if tools else None)
+
+    return make
+
+
+def evaluate_policy(
+    policy: Any, info: PolicyInfo, config: EvalConfig, out_dir: Path, *, tasks: Sequence[Task] | None = None
+) -> list[EpisodeRow]:
+    """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl``; returns all rows."""
+    from sandgym.agents.rollout import RolloutConfig, rollout
+    from sandgym.train.runtime import progress
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "episodes.jsonl"
+    tasks = list(tasks) if tasks is not None else load_tasks(config)
+    done = {r.key for r in read_rows(path)}
+    todo = [(seed, t) for seed in config.seeds for t in tasks if (seed, t.id) not in done]
+    bar = progress(total=len(config.seeds) * len(tasks), initial=len(config.seeds) * len(tasks) - len(todo),
+                   desc=f"eval {info.spec}"[:40])
+    make_env = env_factory(config)
+    per_batch = max(1, config.batch_episodes // config.samples)
+    for seed in config.seeds:
+        pending = [t for s, t in todo if s == seed]
+        for i in range(0, len(pending), per_batch):
+            chunk = pending[i : i + per_batch]
+            rc = RolloutConfig(
+                max_new_tokens=config.max_new_tokens,
+                max_turns=config.max_turns,
+                max_total_tokens=config.max_total_tokens,
+                temperature=config.temperature,
+                top_p=config.top_p,
+                seed=seed,
+            )
+            by_id = {t.id: t for t in chunk}
+            trajs = rollout(policy, make_env, chunk, group_size=config.samples, config=rc,
+                            first_group_id=_group_base(seed, tasks, chunk[0]))
+            append_rows(path, [EpisodeRow.from_trajectory(t, by_id[t.task_id], seed) for t in trajs])
+            bar.update(len(chunk))
+    bar.close()
+    return read_rows(path)
+
+
+def _group_base(seed: int, tasks: Sequence[Task], first: Task) -> int:
+    # Group ids (and so sampling seeds) depend on the task's position, not on what was already done: a resumed
+    # evaluation samples exactly what the uninterrupted one would have.
+    return seed * 1_000_003 + [t.id for t in tasks].index(first.id)
+
+
+def run(config: EvalConfig) -> EvalResult:
+    """Evaluate ``config.policy`` (and ``config.baseline`` when given), aggregate, and write the reports."""
+    from sandgym.evaluate.report import write_reports
+
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(to_dict(config), indent=2), encoding="utf-8")
+    tasks = load_tasks(config)
+    t0 = time.perf_counter()
+    policy, info = load_policy(config.policy)
+    rows = evaluate_policy(policy, info, config, out, tasks=tasks)
+    del policy
+    base_rows: list[EpisodeRow] | None = None
+    base_info = None
+    if config.baseline:
+        bpolicy, base_info = load_policy(config.baseline)
+        base_rows = evaluate_policy(bpolicy, base_info, config, out / "baseline", tasks=tasks)
+        del bpolicy
+    metrics = aggregate(
+        rows,
+        samples=config.samples,
+        baseline=base_rows,
+        trained_families=config.trained_families,
+    )
+    metrics.update(
+        schema=METRICS_SCHEMA,
+        policy=info.to_json(),
+        baseline_policy=base_info.to_json() if base_info else None,
+        versions=versions(config),
+        config=to_dict(config),
+        wall_s=time.perf_counter() - t0,
+    )
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str), encoding="utf-8")
+    write_reports(out, metrics)
+    return EvalResult(out, metrics, tuple(rows))
+
+
+def versions(config: EvalConfig) -> dict[str, Any]:
+    """Versions of everything that decides a score: sandgym, tasks, rewards, model libraries, seeds."""
+    import torch
+    import transformers
+
+    import sandgym
+    from sandgym.envs.rewards import RewardConfig
+
+    try:
+        import peft
+
+        peft_version = peft.__version__
+    except ImportError:  # pragma: no cover
+        peft_version = None
+    return {
+        "sandgym": sandgym.__version__,
+        "rewards": sorted(RewardConfig().weights),
+        "tasks": {"suites": list(config.suites), "task_seed": config.task_seed, "n_tasks": config.n_tasks,
+                  "difficulty": config.difficulty},
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft_version,
+        "seeds": list(config.seeds),
+    }
