@@ -2,6 +2,7 @@
 
 Multi-turn coding-like episodes (a ~350-token system+task prompt, tool results of ~40 tokens, 3 model turns of at
 most ``--max-new-tokens``) with the embedded SmolLM2-135M + a fresh LoRA adapter (sampled from the merged copy).
+Turns cut by the token budget continue (``truncated_turn='continue'``) so every episode has ``--turns`` turns.
 The baseline replays every generation round of the engine (the same prompts, batch size and token budget) through
 ``model.generate`` (sampling, KV cache, stop on <|im_end|>). Tokens/s counts useful tokens only: each row's
 tokens up to and including its stop token (what a trajectory keeps); generate's padding after a row has stopped
@@ -92,7 +93,7 @@ def engine_run(policy: HFPolicy, batch: int, args: argparse.Namespace) -> tuple[
     tasks = [TASKS[i % len(TASKS)] for i in range(batch)]
     rec = Recorder(policy)
     cfg = RolloutConfig(max_new_tokens=args.max_new_tokens, max_total_tokens=4096, max_turns=args.turns,
-                        max_batch_size=batch, seed=args.seed, stop_strings=())
+                        max_batch_size=batch, seed=args.seed, stop_strings=(), truncated_turn="continue")
     engine = RolloutEngine(rec, lambda: CodingLikeEnv(args.turns), cfg)  # type: ignore[arg-type]
     t = time.perf_counter()
     trajs = engine.run(tasks, group_size=1)

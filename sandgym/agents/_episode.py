@@ -54,6 +54,7 @@ class Episode:
         self.truncation_reason: str | None = None
         self.infra_error: str | None = None
         self.mismatch = False
+        self.truncated_turns = 0
 
     @property
     def task_id(self) -> str:
@@ -115,9 +116,11 @@ class Episode:
         self.last_text, self.last_ended = gen.text, ended
         self.messages.append({"role": "assistant", "content": gen.text})
         if gen.truncated:
-            self._close_turn("")
-            self.finish(truncation="max_total_tokens" if self.turn_budget_is_total else "max_new_tokens")
-            return False
+            self.truncated_turns += 1
+            if self.turn_budget_is_total or self.config.truncated_turn == "end":
+                self._close_turn("")
+                self.finish(truncation="max_total_tokens" if self.turn_budget_is_total else "max_new_tokens")
+                return False
         self.state = "stepping"
         return True
 
@@ -180,7 +183,7 @@ class Episode:
             failure_mode = "infra"
         elif self.truncation_reason and not self.terminated and not failure_mode:
             failure_mode = "budget"
-        meta: dict[str, Any] = {"seed": self.seed}
+        meta: dict[str, Any] = {"seed": self.seed, "truncated_turns": self.truncated_turns}
         if outcome is not None and hasattr(outcome, "to_dict"):
             meta["outcome"] = outcome.to_dict()
         if self.infra_error:

@@ -36,7 +36,12 @@ class RolloutConfig:
     """Budgets and sampling of one rollout call."""
 
     max_new_tokens: int = 256
-    """Per model turn; hitting it ends the episode (truncation_reason 'max_new_tokens')."""
+    """Per model turn; hitting it ends the episode (truncation_reason 'max_new_tokens') unless
+    ``truncated_turn='continue'``."""
+    truncated_turn: str = "end"
+    """'end': a turn cut by max_new_tokens ends the episode (truncated). 'continue': its text still goes to the
+    env and the episode goes on; the turn keeps ``Turn.truncated=True`` and ``metadata['truncated_turns']``
+    counts such turns."""
     max_total_tokens: int = 4096
     """Per trajectory (prompt + every turn + env insertions); 'max_total_tokens'."""
     max_turns: int = 8
@@ -61,6 +66,8 @@ class RolloutConfig:
         for name in ("max_new_tokens", "max_total_tokens", "max_turns", "max_batch_size", "env_workers"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"RolloutConfig.{name}={getattr(self, name)} must be a positive integer")
+        if self.truncated_turn not in ("end", "continue"):
+            raise ConfigError(f"RolloutConfig.truncated_turn={self.truncated_turn!r}; use 'end' or 'continue'")
         if self.temperature < 0:
             raise ConfigError(f"RolloutConfig.temperature={self.temperature} must be >= 0 (0 = greedy)")
         if not 0.0 < self.top_p <= 1.0:

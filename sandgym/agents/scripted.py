@@ -59,10 +59,21 @@ class OracleAgent(_PlanAgent):
     ``list_files`` and a ``grep`` for the answer first; then ``submit(answer)``.
     """
 
+    def __init__(self, style: str = "tools") -> None:
+        super().__init__()
+        if style not in ("tools", "code"):
+            raise ValueError(f"OracleAgent style={style!r}; use 'tools' or 'code'")
+        self.style = style
+        """"tools": the multi-turn tool-call plan; "code": for single-file coding tasks, one turn that is only a
+        fenced python block of the reference (what an env with ``code_action="submit"`` accepts)."""
+
     def plan(self, task: Task) -> list[str]:
         ref = task.reference
         if ref is None:
             raise ValueError(f"task {task.id} has no reference; the oracle needs reference files or an answer")
+        entry = str(task.metadata.get("entry_file", "solution.py"))
+        if self.style == "code" and set(ref.files) == {entry}:
+            return ["```python\n" + ref.files[entry].rstrip("\n") + "\n```"]
         turns: list[str] = []
         if ref.files:
             entry = str(task.metadata.get("entry_file", "solution.py"))

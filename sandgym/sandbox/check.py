@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sandgym.sandbox.protocol import IsolationReport, Limits, Sandbox
 
@@ -36,18 +37,27 @@ def measure_latency(sb: Sandbox, backend: str, n: int = 20) -> dict[str, float]:
     return out
 
 
-def run_check(backend: str = "local", *, limits: Limits | None = None, latency: bool = True) -> IsolationReport:
-    """Run every probe against a fresh sandbox of ``backend``; SandboxError if it cannot start at all."""
+def run_check(backend: str = "local", *, limits: Limits | None = None, latency: bool = True,
+              only: Sequence[str] | None = None, **sandbox_kwargs: Any) -> IsolationReport:
+    """Run every probe (or those named in ``only``) against a fresh sandbox of ``backend``.
+
+    Raises SandboxError when the backend cannot start at all; ``sandbox_kwargs`` go to ``make_sandbox``.
+    """
     from sandgym.sandbox.factory import make_sandbox, resolve_backend
     from sandgym.sandbox.probes import PROBES
 
     name = resolve_backend(backend)
     notes: list[str] = []
     probes: dict[str, bool] = {}
-    with make_sandbox(name, limits or CHECK_LIMITS) as sb:
+    unknown = set(only or ()) - set(PROBES)
+    if unknown:
+        raise ValueError(f"unknown probes {sorted(unknown)}; choose from {sorted(PROBES)}")
+    with make_sandbox(name, limits or CHECK_LIMITS, **sandbox_kwargs) as sb:
         if getattr(sb, "weak", False):
             notes.append("WEAK ISOLATION: bwrap could not create namespaces; only rlimits + uid drop apply")
         for probe_name, probe in PROBES.items():
+            if only is not None and probe_name not in only:
+                continue
             try:
                 ok, detail = probe(sb)
             except Exception as exc:  # a probe that cannot run is not proof of containment

@@ -88,9 +88,10 @@ class LocalSandbox:
             self._nproc += runtime.count_user_procs(os.getuid())
         self._log: BinaryIO | None = open(os.path.join(self._host_root, "worker.log"), "ab")  # noqa: SIM115
         self._closed = False
-        if warm:
+        self._worker_ready = False
+        if warm:  # spawned now, waited for at the first call (or wait_ready())
             try:
-                self._ensure_worker()
+                self._worker = self._spawn("serve")
             except BaseException:
                 self.close()
                 raise
@@ -152,24 +153,38 @@ class LocalSandbox:
         return lim
 
     def _ensure_worker(self) -> Channel:
-        if self._worker is not None and self._worker.alive:
-            return self._worker
-        if self._worker is not None:
-            self._worker.kill()
+        """The warm worker, started if needed, after waiting for its ready line (start-up overlaps the caller's
+        own work: ``__init__`` only spawns it)."""
+        ch = self._worker
+        if ch is not None and not ch.alive:
+            ch.kill()
             self.restarts += 1
-            self._worker = None
-        ch = self._spawn("serve")
-        try:
-            ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
-        except (ChannelDead, ChannelTimeout) as exc:
-            ch.kill()
-            raise SandboxError(f"the sandbox worker did not start ({exc}): {self._log_tail()}; python={self.python!r} "
-                               "must be executable by an unprivileged uid (not under /root)") from exc
-        if not ready.get("ready"):
-            ch.kill()
-            raise SandboxError(f"the sandbox worker sent {ready!r} instead of its ready line")
-        self._worker = ch
+            ch = self._worker = None
+        if ch is None:
+            ch = self._worker = self._spawn("serve")
+            self._worker_ready = False
+        if not self._worker_ready:
+            try:
+                ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
+            except (ChannelDead, ChannelTimeout) as exc:
+                ch.kill()
+                self._worker = None
+                raise SandboxError(f"the sandbox worker did not start ({exc}): {self._log_tail()}; "
+                                   f"python={self.python!r} must be executable by an unprivileged uid "
+                                   "(not under /root)") from exc
+            if not ready.get("ready"):
+                ch.kill()
+                self._worker = None
+                raise SandboxError(f"the sandbox worker sent {ready!r} instead of its ready line")
+            self._worker_ready = True
         return ch
+
+    def wait_ready(self) -> None:
+        """Block until the warm worker is up (calls do this themselves; useful to fail fast or to time start-up)."""
+        with self._lock:
+            self._check_open()
+            if self.warm:
+                self._ensure_worker()
 
     def _log_tail(self) -> str:
         try:

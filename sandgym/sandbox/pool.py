@@ -9,9 +9,10 @@ re-raised for the caller to drop the sample. A timeout, OOM or crash of the agen
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sandgym.errors import SandboxError
@@ -44,7 +45,6 @@ class PoolStats:
     calls: int = 0
     in_use: int = 0
     idle: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 class PooledSandbox:
@@ -134,7 +134,7 @@ class SandboxPool:
     @property
     def stats(self) -> PoolStats:
         with self._lock:
-            s = PoolStats(**{k: v for k, v in vars(self._stats).items() if k != "extra"})
+            s = dataclasses.replace(self._stats)
             s.idle = len(self._idle)
             return s
 
@@ -165,6 +165,14 @@ class SandboxPool:
         def work() -> None:
             try:
                 sb = self._create()
+                ready = getattr(sb, "wait_ready", None)
+                if ready is not None:
+                    try:
+                        ready()  # hand out only sandboxes whose worker is really up
+                    except SandboxError as exc:
+                        self._record(exc)
+                        sb.close()
+                        return
             except Exception:
                 return  # counted; acquire() retries synchronously and raises to the caller
             finally:

@@ -31,7 +31,7 @@ IN_RT = "/opt/sandgym"
 IN_WORK = "/workspace"
 IN_GRADER = "/.grader"
 PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
-_SCRIPTS = ("worker.py", "repl.py")
+_SCRIPTS = ("worker.py", "worker_pytest.py", "repl.py")
 _build_lock = threading.Lock()
 
 FIX_NAMESPACES = (
@@ -307,6 +307,8 @@ def count_user_procs(uid: int) -> int:
 
 def kill_uid(uid: int) -> None:
     """SIGKILL every process of ``uid`` on the host (root only; the uid is a slot we hold, so all are ours)."""
+    if not SLOT_UID_BASE <= uid < SLOT_UID_BASE + MAX_SLOTS:  # never `kill -1` as anyone else (root!)
+        raise ValueError(f"uid={uid} is not a sandbox slot uid")
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         argv, kw = as_uid(["/bin/kill", "-9", "-1"], uid)
         subprocess.run(argv, env={}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, **kw)

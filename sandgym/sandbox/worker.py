@@ -1,12 +1,12 @@
-"""The in-sandbox zygote: reads JSON-line requests, forks one child per request, reports typed results.
+"""The in-sandbox zygote: reads one request per line, forks one child per request, replies with typed results.
 
-Runs INSIDE the sandbox as the unprivileged slot uid (stdlib only; started as ``python3 -I -S worker.py MODE CFG``).
-Modes: ``serve`` (warm: pytest pre-imported and one collection pre-run, then a request loop) and ``oneshot`` (one
-request, then exit: the cold path). Requests: ``exec`` (argv), ``python`` (code run in the forked child, no new
-interpreter), ``pytest`` (hidden tests, structured report over a private pipe). The worker measures wall time, CPU
-time and peak RSS with ``wait4`` on the child, enforces the deadline, caps output, and after each request kills
-every stray process in the pid namespace (``kill(-1)``; the worker itself and pid 1 survive).
-"""
+Runs INSIDE the sandbox as the unprivileged slot uid (stdlib only; the host starts
+``python3 -I -S -c "import worker; worker.main()" MODE CFG`` so the cached bytecode is used). Modes: ``serve`` (warm:
+pytest pre-imported and one collection pre-run, then a request loop) and ``oneshot`` (one request, then exit: the
+cold path). Requests: ``exec`` (argv), ``python`` (code run in the forked child, no new interpreter), ``pytest``
+(hidden tests, structured report over a private pipe). The worker measures wall time, CPU time and peak RSS with
+``wait4`` on the child, enforces the deadline, caps output, and after each request kills every stray process in the
+pid namespace (``kill(-1)``; the worker itself and pid 1 survive)."""
 
 import binascii
 import os
@@ -14,6 +14,8 @@ import resource
 import select
 import sys
 import time
+
+import worker_pytest  # sibling in the runtime dir (cheap: pytest itself is imported lazily)
 
 try:
     import _signal as signal  # the same functions without `enum` (10+ ms of imports under load)
@@ -141,79 +143,6 @@ def _python_child(req):
     _finish_python(code)
 
 
-class _Reporter:
-    """pytest plugin: per-test outcomes, sent as one JSON line on fd 3 when the session finishes."""
-
-    def __init__(self, nonce):
-        self.results = {}
-        self.nonce = nonce
-
-    def _put(self, name, outcome, message):
-        old = self.results.get(name)
-        if old is not None and old[0] in ("failed", "error"):
-            return  # a failing teardown after a pass is an error; nothing overrides a failure
-        self.results[name] = (outcome, message)
-
-    def pytest_runtest_logreport(self, report):
-        msg = str(report.longrepr)[-2000:] if report.longrepr else ""
-        if report.when == "call":
-            self._put(report.nodeid, report.outcome, msg)
-        elif report.failed:
-            self._put(report.nodeid, "error", msg)
-        elif report.when == "setup" and report.skipped:
-            self._put(report.nodeid, "skipped", msg)
-
-    def pytest_collectreport(self, report):
-        if report.failed:
-            self._put(report.nodeid or "<collection>", "error", str(report.longrepr)[-2000:])
-
-    def pytest_sessionfinish(self, session, exitstatus):
-        outcomes = [{"name": n, "outcome": o, "message": m} for n, (o, m) in self.results.items()]
-        import json
-
-        data = json.dumps({"done": True, "nonce": self.nonce, "exitstatus": int(exitstatus), "outcomes": outcomes}) + "\n"
-        fd = os.dup(3)  # fd 3 is the report pipe (a copy, so closing sys-level fds in tests does not lose it)
-        try:
-            os.write(fd, data.encode())
-        finally:
-            os.close(fd)
-
-
-# Plugins a grading run never needs (~12% of a warm run's CPU, measured); fixtures such as tmp_path, tmpdir, capsys,
-# caplog and monkeypatch, unittest-style tests and warnings capture stay available.
-_SLIM = [x for name in ("doctest", "junitxml", "pastebin", "faulthandler", "stepwise", "setuponly", "setupplan",
-                        "unraisableexception", "threadexception") for x in ("-p", "no:" + name)]
-
-
-def _pytest_args(rootdir, paths, collect_only=False):
-    args = ["-p", "no:cacheprovider", "--noconftest", *_SLIM, "-q", "-rN", "--rootdir", rootdir,
-            "-c", os.path.join(rootdir, "pytest.ini")]
-    if collect_only:
-        args.append("--co")
-    return args + list(paths)
-
-
-def _pytest_child(req):
-    _set_limits(req["limits"])
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.argv = ["pytest"]
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # no pytest11 entry points (a planted *.dist-info)
-    sys.path[:] = [p for p in sys.path if p not in ("", CFG["workspace"])] + [CFG["workspace"]]
-    code = 3
-    try:
-        import pytest
-
-        paths = [os.path.join(CFG["grader"], f) for f in req["files"]]
-        code = int(pytest.main(_pytest_args(CFG["grader"], paths), plugins=[_Reporter(req.get("nonce"))]))
-    except SystemExit as exc:
-        code = _exit_code_of(exc)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-    _finish_python(code)
-
-
 def _reap_all():
     while True:
         try:
@@ -260,7 +189,7 @@ def run_request(req):
             elif op == "python":
                 _python_child(req)
             else:
-                _pytest_child(req)
+                worker_pytest.pytest_child(req, CFG, _set_limits, _finish_python, _exit_code_of)
         finally:
             os._exit(126)
     for fd in (in_r, out_w, err_w, rep_w):
@@ -365,29 +294,6 @@ def _result(status, rusage, timed_out, wall, bufs, totals, caps, out_r, err_r, r
     return res
 
 
-def _warm_pytest():
-    import pytest
-
-    warm = CFG["warm_dir"]
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    saved = os.dup(1), os.dup(2)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    try:
-        pytest.main(_pytest_args(warm, [warm], collect_only=True))
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, devnull):
-            os.close(fd)
-    for name in [m for m in sys.modules if m.startswith("test_sandgym_warmup")]:
-        del sys.modules[name]
-    sys.path[:] = [p for p in sys.path if p != warm]
-
-
 _ESC = {i: f"\\u{i:04x}" for i in range(32)}
 _ESC.update({ord('"'): '\\"', ord("\\"): "\\\\"})
 
@@ -437,7 +343,7 @@ def main():
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     if mode == "serve" and CFG.get("warm_pytest", True):
         try:
-            _warm_pytest()
+            worker_pytest.warm_pytest(CFG)
         except Exception as exc:  # the worker still serves exec/python; pytest runs import it cold
             os.write(2, f"sandbox worker: pytest warm-up failed: {exc!r}\n".encode())
     import gc

@@ -56,6 +56,8 @@ class RolloutSettings:
     """A fenced python block with no tool call: run it ("python"), write it to the task's file and submit
     ("submit"), or count it as a turn without a tool call ("none")."""
     sandbox: str = "local"
+    tools: tuple[str, ...] = ()
+    """Tool names offered to the agent (empty: all built-in tools). Fewer tools make a shorter system prompt."""
     env: str = ""
     """A Gymnasium id to roll out in instead of sandgym's tool environment (e.g. a plugin's env, or
     "my_pkg.envs:my/Env-v0" to import the module that registers it); it receives ``env_kwargs``."""
@@ -114,6 +116,9 @@ class LoggingConfig:
 class SFTConfig:
     source: str = "oracle"
     """"oracle" (scripted oracle on the train domains) or a JSONL of chat transcripts."""
+    oracle_style: Literal["auto", "tools", "code"] = "auto"
+    """Demonstration format: "tools" (multi-turn tool calls), "code" (one fenced python block, for single-file
+    coding tasks), "auto" (code when ``rollout.code_action = "submit"``, else tools)."""
     episodes: int = 64
     epochs: int = 2
     lr: float = 2e-4

@@ -68,7 +68,10 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     rng = random.Random(config.seed)
     rng.shuffle(tasks)
     tasks = tasks[: config.sft.episodes]
-    policy = ScriptedPolicy(OracleAgent, tokenizer=tokenizer)
+    style = config.sft.oracle_style
+    if style == "auto":
+        style = "code" if config.rollout.code_action == "submit" else "tools"
+    policy = ScriptedPolicy(lambda: OracleAgent(style=style), tokenizer=tokenizer)
     rc = RolloutConfig(max_new_tokens=4096, max_turns=config.rollout.max_turns + 4, max_total_tokens=16384, seed=config.seed)
     return rollout(policy, runtime.env_factory(config), tasks, group_size=1, config=rc)
 

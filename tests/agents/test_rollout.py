@@ -144,6 +144,14 @@ def test_budgets_set_truncation_reason(policy: HFPolicy, cfg: RolloutConfig, tur
         assert all(t.num_turns == 2 for t in out)
 
 
+def test_truncated_turn_can_continue(policy: HFPolicy) -> None:
+    cfg = RolloutConfig(max_new_tokens=1, max_total_tokens=600, max_turns=3, seed=2, temperature=2.0, truncated_turn="continue")
+    out = rollout(policy, EchoEnv, [FakeTask("c", 3)], group_size=4, config=cfg)
+    assert all(t.terminated and not t.truncated and t.num_turns == 3 for t in out)
+    cut = [sum(x.truncated for x in t.turns) for t in out]
+    assert cut == [t.metadata["truncated_turns"] for t in out] and sum(cut) > 0
+
+
 def test_prompt_longer_than_budget_is_flagged(policy: HFPolicy) -> None:
     out = rollout(policy, EchoEnv, TASKS[:1], config=RolloutConfig(max_total_tokens=5))
     assert out[0].truncation_reason == "max_total_tokens" and out[0].num_generated_tokens == 0

@@ -14,7 +14,9 @@ LIMITS = Limits(timeout_s=10, memory_mb=256, max_procs=32, max_file_mb=8, max_ou
 
 def _start(**kw: object) -> LocalSandbox:
     try:
-        return LocalSandbox(LIMITS, **kw)  # type: ignore[arg-type]
+        box = LocalSandbox(LIMITS, **kw)  # type: ignore[arg-type]
+        box.wait_ready()
+        return box
     except SandboxError as exc:
         if os.environ.get("SANDGYM_REQUIRE_SANDBOX"):
             raise

@@ -35,3 +35,21 @@ def test_cli_check_fails_when_backend_cannot_start(monkeypatch: pytest.MonkeyPat
 
     assert main(["sandbox", "check", "--backend", "nonsense"]) == 2
     assert "unknown sandbox backend" in capsys.readouterr().err
+
+
+def test_check_reports_leaks_under_weak_isolation(tmp_path: object) -> None:
+    import os
+
+    from sandgym.sandbox.check import run_check
+
+    if os.geteuid() != 0:
+        pytest.skip("the weak backend drops to a slot uid only as root")
+    fake = os.path.join(str(tmp_path), "bwrap")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho 'bwrap: unshare failed: Operation not permitted' >&2\nexit 1\n")
+    os.chmod(fake, 0o755)
+    report = run_check("unsafe-local", latency=False, bwrap=fake,
+                       only=["network_loopback", "host_env_secret", "setsid_grandchild"])
+    assert report.probes["network_loopback"] is False and report.probes["setsid_grandchild"] is False
+    assert report.probes["host_env_secret"] is True
+    assert not report.contained and any("WEAK ISOLATION" in n for n in report.notes)
