@@ -152,7 +152,6 @@ class HFPolicy:
         self.merge_for_generation = merge and self.has_adapter
         self._gen_model: Any = None
         self._gen_fingerprint: tuple[int, ...] = ()
-        self.retokenization_mismatches = 0
 
     # ---- Policy protocol ---------------------------------------------------------------------------------------
     @property

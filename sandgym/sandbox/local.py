@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import logging
 import math
 import os
@@ -58,6 +59,7 @@ class LocalSandbox:
         self._worker: Channel | None = None
         self._sessions: list[Any] = []
         self.restarts = 0
+        self._bwrap_override = bwrap
         self._rt = runtime.ensure_runtime(bwrap)
         self._slot: runtime.SlotLease | None = runtime.acquire_slot(slot)
         self.uid = self._slot.uid
@@ -74,7 +76,10 @@ class LocalSandbox:
         if self.weak:
             log.warning("SANDGYM WEAK ISOLATION: %s -- falling back to rlimits + uid drop only: NO network, "
                         "filesystem or pid isolation. Do not run untrusted code like this.", reason)
-        self._host_root = tempfile.mkdtemp(prefix="sandgym-sb-")
+        prefix = f"sandgym-sb-{self._slot.slot}-"
+        for stale in glob.glob(os.path.join(tempfile.gettempdir(), glob.escape(prefix) + "*")):
+            fsapi.remove_tree(stale)  # left by a holder of this slot that died without close(); we hold the lock
+        self._host_root = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self._host_root, 0o711)
         self.host_workdir = os.path.join(self._host_root, "work")
         self._grader = os.path.join(self._host_root, "grader")
@@ -127,6 +132,7 @@ class LocalSandbox:
 
     def spawn_script(self, args: Sequence[str], *, grader: bool) -> Channel:
         """Start ``python -I -S <runtime>/args[0] args[1:]`` in a fresh sandbox sharing this workspace."""
+        self._rt = runtime.ensure_runtime(self._bwrap_override)  # rebuilt if a /tmp cleaner removed it
         p = self._paths()
         module = args[0].removesuffix(".py")  # imported (not run as a script) so its cached bytecode is used
         stub = f"import sys; sys.path.insert(0, {p['rt']!r}); import {module}; sys.path.pop(0); {module}.main()"
@@ -202,12 +208,7 @@ class LocalSandbox:
                 raise SandboxError("this sandbox is closed; create a new one")
             ch = self._ensure_worker() if self.warm else self._spawn("oneshot")
             try:
-                ch.send(req)
-                deadline = time.monotonic() + timeout + GRACE_S + (0 if self.warm else STARTUP_TIMEOUT_S)
-                while True:
-                    res = ch.recv(deadline)
-                    if not res.get("ready"):
-                        break
+                res = self._exchange(ch, req, timeout)
             except ChannelTimeout:
                 ch.kill()
                 self._worker = None
@@ -217,7 +218,7 @@ class LocalSandbox:
             except ChannelDead:
                 ch.kill()
                 self._worker = None
-                self.restarts += 1
+                self.restarts += int(self.warm)
                 return {"exit_code": 137, "stdout": "", "stderr": "sandbox: the worker was killed during this "
                         "call (it restarts on the next call)\n", "killed": True}
             finally:
@@ -226,6 +227,23 @@ class LocalSandbox:
         if "infra_error" in res:
             raise SandboxError(f"the sandbox worker failed internally: {res['infra_error'][-1500:]}")
         return res
+
+    def _exchange(self, ch: Channel, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request and read its reply (after the ready line for a one-shot sandbox).
+
+        ChannelDead/ChannelTimeout mean the call was killed or hung; a one-shot sandbox that never came up raises
+        SandboxError instead (infrastructure, not the agent).
+        """
+        ch.send(req)
+        if not self.warm:  # the warm worker's ready line was already read by _ensure_worker
+            try:
+                ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
+            except (ChannelDead, ChannelTimeout) as exc:
+                ready = {"error": str(exc)}
+            if not ready.get("ready"):
+                raise SandboxError(f"the one-shot sandbox did not start ({ready}): {self._log_tail()}; "
+                                   f"python={self.python!r} must be executable by an unprivileged uid")
+        return ch.recv(time.monotonic() + timeout + GRACE_S)
 
     def _to_result(self, res: Mapping[str, Any]) -> ExecResult:
         fields = {f.name for f in dataclasses.fields(ExecResult)}

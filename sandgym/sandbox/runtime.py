@@ -167,6 +167,18 @@ def _spec(bwrap_override: str | None) -> tuple[str | None, dict[str, Path], str]
     return bwrap, files, h.hexdigest()[:16]
 
 
+def _remove_old_runtimes(keep: Path, max_age_s: float = 86400.0) -> None:
+    """Drop runtime dirs of other source versions unused for a day (a process still using one rebuilds it)."""
+    import time
+
+    for old in RUNTIME_BASE.glob("rt-*"):
+        try:
+            if old != keep and time.time() - old.stat().st_mtime > max_age_s:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def ensure_runtime(bwrap_override: str | None = None) -> Runtime:
     """Build (once per content hash, atomically; again if a /tmp cleaner removed it) the runtime dir."""
     bwrap, files, digest = _spec(bwrap_override)
@@ -185,6 +197,9 @@ def ensure_runtime(bwrap_override: str | None = None) -> Runtime:
                         raise
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
+            _remove_old_runtimes(keep=dest)
+        with contextlib.suppress(OSError):
+            os.utime(dest)  # "in use": old-version cleanup goes by this mtime
         st = os.lstat(dest)
         if st.st_uid != os.geteuid() or st.st_mode & 0o022:
             raise SandboxError(f"runtime dir {dest} has unsafe owner/mode; remove {RUNTIME_BASE} and retry")

@@ -300,12 +300,13 @@ def test_weak_isolation_only_by_opt_in_and_loud(tmp_path: object, caplog: pytest
 
 
 def test_unusable_python_gives_clear_sandbox_error(sb: LocalSandbox) -> None:
-    box = LocalSandbox(LIMITS, python="/nonexistent/bin/python3")  # bwrap works (the sb fixture started)
-    try:
-        with pytest.raises(SandboxError, match="python=.*unprivileged uid"):
-            box.exec("true")
-    finally:
-        box.close()
+    for warm in (True, False):
+        box = LocalSandbox(LIMITS, python="/nonexistent/bin/python3", warm=warm)  # bwrap works (sb started)
+        try:
+            with pytest.raises(SandboxError, match="python=.*unprivileged uid"):
+                box.exec("true")
+        finally:
+            box.close()
 
 
 def test_closed_sandbox_raises_sandbox_error() -> None:
