@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sandgym.train.cli",
     "sandgym.evaluate.cli",
     "sandgym.sandbox.cli",
+    "sandgym.private.cli",
 )
 
 

@@ -38,7 +38,7 @@ def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, se
         policy="", suites=suites, out=str(out), samples=samples, seeds=tuple(range(seeds)), n_tasks=n_tasks,
         difficulty=difficulty, max_new_tokens=r.max_new_tokens, max_turns=r.max_turns,
         max_total_tokens=r.max_total_tokens, temperature=0.7, code_action=r.code_action, tools=r.tools,
-        sandbox=r.sandbox, trained_families=families,
+        sandbox=r.sandbox, trained_families=families, env_kwargs=dict(r.env_kwargs),
     )
 
 

@@ -1,19 +1,22 @@
 """Decide a finished episode from its task's verifier: hidden tests, answer matching, or a check script.
 
 Grading runs only after the agent's last turn. Hidden tests and traps go to ``Sandbox.run_tests`` (which keeps
-them out of the agent's reach); they are never written into the workspace.
+them out of the agent's reach); they are never written into the workspace. Traps run as their own pytest session,
+so a crash or ``os._exit`` in a trap cannot take main-test results with it. Runtime signals (``task.metadata
+["signals"]``: signal -> hidden test names) are read from the main run's structured report.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from sandgym.envs.runtime import ToolContext
 from sandgym.sandbox.protocol import TestReport
 
-__all__ = ["Grade", "grade", "match_answer"]
+__all__ = ["Grade", "grade", "match_answer", "signal_scores"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class Grade:
     script_score: float | None = None
     grader_exceptions: int = 0
     wall_s: float = 0.0
+    signals: dict[str, float] = field(default_factory=dict)
+    """Runtime signal -> share of its hidden tests that passed (tasks whose metadata names ``signals``)."""
 
 
 # Workspace modules must not shadow what the check script imports (a planted json.py would otherwise win).
@@ -89,6 +94,20 @@ def _count(report: TestReport) -> tuple[int, int]:
     return report.passed, errors
 
 
+def signal_scores(report: TestReport, signals: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """Share of each signal's tests that the structured report lists as passed (a missing test counts as failed).
+
+    ``signals`` maps a signal name (e.g. ``latency``) to hidden test function names; the report names tests
+    ``file.py::test_name``. No report at all gives 0.0 for every signal.
+    """
+    passed = {o.name.rsplit("::", 1)[-1] for o in report.outcomes if o.outcome == "passed"}
+    out = {}
+    for name, tests in signals.items():
+        tests = list(tests)
+        out[str(name)] = sum(t in passed for t in tests) / len(tests) if tests else 0.0
+    return out
+
+
 def _record(ctx: ToolContext, report: TestReport) -> float:
     if report.exec is None:
         return 0.0
@@ -109,8 +128,10 @@ def grade(ctx: ToolContext) -> Grade:
             traps = ctx.sandbox.run_tests(v.traps, expected=v.expected_traps)
             wall += _record(ctx, traps)
             traps_passed = traps.passed
+        signals = ctx.task.metadata.get("signals") or {}
         return Grade(passed, v.expected_tests, traps_passed, v.expected_traps if v.traps else 0,
-                     grader_exceptions=errors, wall_s=wall)
+                     grader_exceptions=errors, wall_s=wall,
+                     signals=signal_scores(report, signals) if isinstance(signals, Mapping) else {})
     if v.kind == "match":
         return Grade(answer_matched=match_answer(answer, v.answer or "", v.matcher))
     # script: the answer goes to answer.txt, the script prints {"score": x} on its last JSON line

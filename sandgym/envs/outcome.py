@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 __all__ = ["EpisodeOutcome", "FailureMode", "FAILURE_MODES", "classify_failure"]
@@ -52,6 +52,9 @@ class EpisodeOutcome:
     """``max_turns``, ``observation_budget`` or ``wall_time`` when a budget ran out, else None."""
     infra_failure: bool = False
     failure_mode: str = "wrong_answer"
+    signals: dict[str, float] = field(default_factory=dict)
+    """Runtime signals of tasks that declare them (e.g. ``latency``, ``lost``, ``duplicated``, ``log_errors`` of
+    ``coding/service_queue``): the share of each signal's hidden tests that passed."""
 
     @property
     def format_errors(self) -> int:
@@ -59,7 +62,10 @@ class EpisodeOutcome:
 
     @property
     def solved(self) -> bool:
-        """Fully solved: every hidden test passed, the answer matched, or the script gave 1.0."""
+        """Fully solved: every main hidden test passed, the answer matched, or the script gave 1.0.
+
+        Traps are not part of it: they are a separate stability signal (``traps_passed``, reward ``traps@v1``).
+        """
         if self.infra_failure:
             return False
         if self.verifier_kind == "tests":

@@ -27,6 +27,7 @@ __all__ = [
     "compute_rewards",
     "GOLDEN_DIR",
     "check_golden",
+    "SERVICE_SIGNALS",
 ]
 
 RewardFn = Callable[[EpisodeOutcome, "RewardConfig"], float]
@@ -34,7 +35,8 @@ REWARDS: dict[str, RewardFn] = {}
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
 _DEFAULT_WEIGHTS = MappingProxyType(
-    {"correctness@v1": 1.0, "format@v1": 0.1, "runtime@v1": 0.05, "completion@v1": 0.0, "traps@v1": 0.0}
+    {"correctness@v1": 1.0, "format@v1": 0.1, "runtime@v1": 0.05, "completion@v1": 0.0, "traps@v1": 0.0,
+     "service@v1": 0.0}
 )
 
 
@@ -132,6 +134,37 @@ def traps_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
     if o.infra_failure or o.traps_expected <= 0:
         return 0.0
     return min(o.traps_passed, o.traps_expected) / o.traps_expected
+
+
+SERVICE_SIGNALS = ("latency", "log_errors", "lost", "duplicated")
+"""Runtime signals of service tasks (``coding/service_queue``): handler latency within its budget, no errors in the
+service log, no message lost, no message whose effect happened twice."""
+
+
+@register_reward("service@v1")
+def service_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Mean, over the service signals the task declares, of the share of each signal's hidden tests passed; 0.0
+    when it declares none.
+
+    >>> service_v1(EpisodeOutcome(signals={"latency": 1.0, "lost": 0.5}), RewardConfig())
+    0.75
+    """
+    values = [o.signals[s] for s in SERVICE_SIGNALS if s in o.signals]
+    if o.infra_failure or not values:
+        return 0.0
+    return min(1.0, max(0.0, sum(values) / len(values)))
+
+
+def _signal_reward(signal: str) -> RewardFn:
+    def reward(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+        return 0.0 if o.infra_failure else min(1.0, max(0.0, float(o.signals.get(signal, 0.0))))
+
+    reward.__doc__ = f"Share of the ``{signal}`` signal's hidden tests passed (0.0 when the task has no such signal)."
+    return reward
+
+
+for _signal in SERVICE_SIGNALS:  # one opt-in component per signal (not weighted by default)
+    register_reward(f"service_{_signal}@v1")(_signal_reward(_signal))
 
 
 def compute_rewards(outcome: EpisodeOutcome, config: RewardConfig | None = None) -> tuple[float, dict[str, float]]:

@@ -72,6 +72,7 @@ class ToolEnv(gym.Env[str, str]):
         reuse_sandbox: keep the sandbox for the next episode and wipe its workspace and /tmp instead of starting a
             fresh one (several times faster per episode). The sandbox kills stray processes after every call,
             but a fresh sandbox per episode (the default) is the stronger guarantee against leaked state.
+        system_prompt: replaces the generated system prompt (``{entry_file}``/``{domain}`` are filled in).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -97,6 +98,7 @@ class ToolEnv(gym.Env[str, str]):
         episode_timeout_s: float | None = None,
         reuse_sandbox: bool = False,
         render_mode: str | None = None,
+        system_prompt: str | None = None,
     ) -> None:
         if code_action not in ("python", "submit", None):
             raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', None")
@@ -122,6 +124,7 @@ class ToolEnv(gym.Env[str, str]):
         self.max_total_observation_chars = max_total_observation_chars
         self.episode_timeout_s = episode_timeout_s
         self.render_mode = render_mode
+        self.custom_system_prompt = system_prompt
         self.observation_space = AnyText()
         self.action_space = AnyText()
         self.messages: list[dict[str, Any]] = []
@@ -152,7 +155,15 @@ class ToolEnv(gym.Env[str, str]):
         return make_sandbox(self.backend, limits=limits)
 
     def system_prompt(self, task: Task) -> str:
-        """Domain, how to call tools (one short example), the tool schemas: short, the model may have 8K context."""
+        """Domain, how to call tools (one short example), the tool schemas: short, the model may have 8K context.
+
+        A ``system_prompt`` given to the constructor replaces it (``{entry_file}`` and ``{domain}`` are filled in),
+        e.g. a one-line instruction for small models that answer with a code block.
+        """
+        if self.custom_system_prompt is not None:
+            return self.custom_system_prompt.format(
+                entry_file=task.metadata.get("entry_file", "solution.py"), domain=task.domain
+            )
         domain = DOMAIN_DESCRIPTIONS.get(task.domain, "You are an agent working in a sandboxed workspace.")
         lines = [
             domain,
@@ -358,6 +369,7 @@ class ToolEnv(gym.Env[str, str]):
             grader_exceptions=g.grader_exceptions, **vars(self._counts), exceptions=stats.exceptions,
             timeouts=stats.timeouts, ooms=stats.ooms, sandbox_wall_s=round(stats.wall_s, 4), turns=self._turns,
             submitted=ctx.submitted is not None, truncation=truncation, infra_failure=infra is not None,
+            signals=dict(g.signals),
         )
         outcome = replace(outcome, failure_mode=classify_failure(outcome))
         reward, components = compute_rewards(outcome, self.reward_config)

@@ -39,6 +39,8 @@ class EvalConfig:
     tools: tuple[str, ...] = ()
     """Tool names offered to the agent (empty: all built-in tools)."""
     sandbox: str = "local"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra keyword arguments of the tool environment (e.g. ``system_prompt``), as in the training config."""
     trained_families: tuple[str, ...] = ()
     """Families the policy was trained on (empty: every family not marked unseen), for the transfer view."""
     batch_episodes: int = 64

@@ -65,9 +65,15 @@ class EpisodeRow:
             sandbox_s=float(t.runtime.get("sandbox_s", t.runtime.get("wall_s", 0.0))),
             truncated=t.truncated,
             infra_failure=t.infra_failure,
-            reward_components=dict(t.reward_components),
+            reward_components=_components(t.reward_components, task),
             trajectory=_light(t),
         )
+
+
+def _components(components: Mapping[str, float], task: Task) -> dict[str, float]:
+    """The reward components, without ``traps@*`` for a task that has no traps (0.0 there measures nothing)."""
+    has_traps = task.verifier.kind == "tests" and bool(task.verifier.traps)
+    return {k: v for k, v in components.items() if has_traps or not k.startswith("traps@")}
 
 
 def _light(t: Trajectory) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def env_factory(config: EvalConfig) -> Callable[[], Any]:
 
     def make() -> Any:
         return ToolEnv(tasks=[], backend=config.sandbox, code_action=code_action, max_turns=config.max_turns,
-                       tools=builtin_tools(tools) if tools else None)
+                       tools=builtin_tools(tools) if tools else None, **config.env_kwargs)
 
     return make
 

@@ -38,6 +38,10 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--backend", default="local", help="sandbox backend for --verify (default: local)")
     p.set_defaults(func=cmd_import)
 
+    from sandgym.private.cli import add_from_repo  # `tasks from-repo` lives in sandgym.private (light import)
+
+    add_from_repo(sub)
+
 
 def cmd_list(args: argparse.Namespace) -> int:
     from sandgym.tasks.registry import list_suites

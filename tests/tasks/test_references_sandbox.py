@@ -1,4 +1,5 @@
-"""Every coding family's reference passes its hidden tests in the real sandbox; the starting workspace fails."""
+"""Every coding family's reference passes its hidden tests (and traps) in the real sandbox; the starting workspace
+fails."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def test_reference_passes_and_noop_fails(sandbox, fam) -> None:
         _reset(sandbox, {**task.files, **task.reference.files})
         report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=60)
         assert report.all_passed, (task.id, [o for o in report.outcomes if o.outcome != "passed"], report.exec)
+        if v.traps:  # the reference passes its traps too (they are inside the problem's stated domain)
+            report = sandbox.run_tests(v.traps, expected=v.expected_traps, timeout=60)
+            assert report.all_passed, (task.id, "traps", [o for o in report.outcomes if o.outcome != "passed"])
         if task.visible_tests:
             n = sum(src.count("\ndef test_") for src in task.visible_tests.values())
             report = sandbox.run_tests(task.visible_tests, expected=n, timeout=60)

@@ -29,15 +29,17 @@ def test_reward() -> None:
     assert bench.reward("The answer is 42", 42) == 0.0
 
 
-def test_sandgym_step_runs_and_changes_the_adapter(tiny_model_dir) -> None:
+def test_sandgym_step_runs_and_changes_the_adapter(tiny_model_dir, monkeypatch) -> None:
     bench = _load_bench()
+    # The random model never answers with a number: score by the text instead so the group has reward spread.
+    monkeypatch.setattr(bench, "reward", lambda text, answer: float(sum(map(ord, text)) % 7))
     cfg = bench.BenchConfig(model=str(tiny_model_dir), group_size=4, max_new_tokens=8, warmup=0, steps=1, threads=1)
     state = bench.sandgym_setup(cfg)
     lora = {n: p.detach().clone() for n, p in state.policy.model.named_parameters() if p.requires_grad}
     out = bench.sandgym_step(state, 0)
     assert out["step_s"] > 0 and out["generate_s"] > 0 and out["learner_s"] > 0
     assert out["ref_s"] > 0  # beta = 0.04 > 0: the adapter-disabled reference pass ran
-    assert out["trained_sequences"] == 4  # beta > 0: zero-advantage groups are still trained on, like TRL
+    assert out["trained_sequences"] == 4  # beta > 0: every sample is trained on, like TRL
     assert 4 <= out["completion_tokens"] <= 32
     changed = [n for n, p in state.policy.model.named_parameters() if p.requires_grad and not p.detach().equal(lora[n])]
     assert changed

@@ -20,13 +20,21 @@ SuiteFn = Callable[[str, int, int, "int | None"], list[Task]]
 
 def families() -> list[FamilySpec]:
     """Every built-in family, coding first."""
-    from sandgym.tasks.suites import coding_basic, coding_fix, coding_repo, coding_spec, long_context
+    from sandgym.tasks.suites import (
+        coding_basic,
+        coding_fix,
+        coding_repo,
+        coding_spec,
+        long_context,
+        service_queue,
+    )
 
     return [
         *coding_basic.FAMILIES,
         *coding_spec.FAMILIES,
         *coding_fix.FAMILIES,
         *coding_repo.FAMILIES,
+        *service_queue.FAMILIES,
         *long_context.FAMILIES,
     ]
 

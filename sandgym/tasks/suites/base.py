@@ -114,6 +114,8 @@ class FuncProblem:
     cases: tuple[tuple[Any, ...], ...]
     helpers: str = ""
     """Extra reference source placed before the function (imports, helper functions)."""
+    traps: tuple[tuple[Any, ...], ...] = ()
+    """Edge-case inputs graded apart from ``cases`` (see ``sandgym.tasks.suites.traps``)."""
 
     @property
     def signature(self) -> str:
@@ -179,8 +181,11 @@ def coding_task(
     key: str,
     max_turns: int | None = None,
     extra_metadata: Mapping[str, Any] | None = None,
+    traps: Mapping[str, str] | None = None,
+    expected_traps: int = 0,
+    limits: TaskLimits | None = None,
 ) -> Task:
-    """Assemble a coding Task with a ``tests`` verifier."""
+    """Assemble a coding Task with a ``tests`` verifier (``traps``: hidden edge-case tests graded apart)."""
     metadata: dict[str, Any] = {"entry_file": entry_file, "problem": key, "seed": seed}
     metadata.update(extra_metadata or {})
     return Task(
@@ -189,11 +194,12 @@ def coding_task(
         family=family,
         split=split,  # type: ignore[arg-type]
         prompt=prompt,
-        verifier=Verifier(kind="tests", tests=dict(tests), expected_tests=expected_tests),
+        verifier=Verifier(kind="tests", tests=dict(tests), expected_tests=expected_tests,
+                          traps=dict(traps or {}) if expected_traps else {}, expected_traps=expected_traps),
         files=dict(files),
         visible_tests=dict(visible_tests or {}),
         reference=Reference(files=dict(reference_files)),
-        limits=TaskLimits(max_turns=max_turns or (4 + 2 * difficulty)),
+        limits=limits or TaskLimits(max_turns=max_turns or (4 + 2 * difficulty)),
         difficulty=difficulty,
         unseen=unseen,
         metadata=metadata,
@@ -212,9 +218,12 @@ def function_task(
     intro: str | None = None,
     starting_source: str | None = None,
 ) -> Task:
-    """A task whose answer is one function in ``solution.py`` (hidden tests: one test per case)."""
+    """A task whose answer is one function in ``solution.py`` (hidden tests: one test per case, plus traps)."""
+    from sandgym.tasks.suites.traps import trap_file, trap_tests
+
     source = problem.source
     tests = function_tests(problem.name, source, problem.cases)
+    traps, n_traps = trap_tests(problem.name, source, problem.traps, exclude=problem.cases)
     example = example_line(problem.name, source, problem.cases[0])
     intro = intro or f"Write `solution.py` defining `{problem.signature[4:-1]}`: {problem.doc}"
     prompt = f"{intro}\nExample: `{example}`."
@@ -237,6 +246,8 @@ def function_task(
         visible_tests=visible,
         key=problem.key,
         extra_metadata={"function": problem.name},
+        traps={trap_file(problem.name): traps},
+        expected_traps=n_traps,
     )
 
 
@@ -255,6 +266,8 @@ class Template:
     knobs: Callable[[random.Random], dict[str, Any]] = field(default=lambda rng: {})
     helpers: str = ""
     n_cases: int = 6
+    traps: tuple[tuple[Any, ...], ...] | None = None
+    """Edge-case inputs inside the problem's domain; None takes the defaults of ``params`` (traps.DEFAULT_TRAPS)."""
 
     def instantiate(self, rng: random.Random) -> FuncProblem:
         knobs = self.knobs(rng)
@@ -279,6 +292,7 @@ class Template:
             body=self.body.format(**fmt),
             cases=tuple(cases),
             helpers=self.helpers.format(**fmt),
+            traps=self.traps if self.traps is not None else _default_traps(self.params),
         )
 
 
@@ -299,6 +313,12 @@ def template_family(
         return generate(family, split, n, seed, difficulty, one)
 
     return make
+
+
+def _default_traps(params: str) -> tuple[tuple[Any, ...], ...]:
+    from sandgym.tasks.suites.traps import default_traps
+
+    return default_traps(params)
 
 
 def pick_template(templates: Sequence[Template], split: str, rng: random.Random, family: str) -> Template:

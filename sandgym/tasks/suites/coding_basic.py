@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 from sandgym.tasks.suites.base import FamilySpec, Template, ints, sentence, template_family, word
+from sandgym.tasks.suites.traps import BIG, with_traps
 
 
 def _w(rng: random.Random) -> tuple[str]:
@@ -266,6 +267,35 @@ NUMBERS = {
                  lambda r: (r.randint(0, 99999),), split="heldout"),
     ],
 }
+
+
+STRINGS = with_traps(STRINGS, {
+    "upper": (("",), ("ñandú über",), ("straße",)),
+    "vowels": (("",), ("rhythm",), ("queueing",)),
+    "strip": (("",), ("   ",), ("  two words  ",)),
+    "last": (("a",), ("ñ",), ("abcé",)),
+    "first": (("a",), ("ñu",)),
+    "palindrome": (("",), ("a",), ("ésé",), ("ab ab",), ("abca",)),
+    "title": (("",), ("a  b",), ("iPhone xBox",), ("élan vital",)),
+    "longest": (("a",), ("bb a cc",), ("ünïcode x",)),
+    "rle": (("",), ("a" * 12,), ("ééa",)),
+    "caesar": (("",), ("zzz",), ("Hello, World! é",)),
+    "most_common": (("a",), ("abab",), ("éée",)),
+    "snake": (("x",), ("aB",), ("valueA1",)),
+})
+_NONEMPTY = (([7],), ([3, 3, 3],), ([BIG, -BIG, BIG],), ([-5, -1, -9],))
+LISTS = with_traps(LISTS, {"max": _NONEMPTY, "min": _NONEMPTY, "first": _NONEMPTY, "last": _NONEMPTY})
+NUMBERS = with_traps(NUMBERS, {
+    "factorial": ((0,), (1,), (25,)),
+    "digits": ((0,), (10**30 + 7,)),
+    "fib": ((0,), (1,), (90,)),
+    "gcd": ((1, 1), (7, 7), (10**18, 10**12), (13, 1)),
+    "prime": ((0,), (1,), (2,), (-7,), (7919,), (2**31 - 1,)),
+    "factors": ((2,), (97,), (2**20,), (999983 * 2,)),
+    "collatz": ((1,), (27,)),
+    "binary": ((0,), (1,), (2**70,)),
+    "droot": ((0,), (9,), (10**20 - 1,)),
+})
 
 FAMILIES = [
     FamilySpec("strings", "coding", "string transforms (reverse, count vowels, run-length encoding, ...)", False,

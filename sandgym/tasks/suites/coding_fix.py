@@ -21,6 +21,7 @@ from sandgym.tasks.suites.base import (
     word,
 )
 from sandgym.tasks.suites.coding_basic import LISTS, NUMBERS, STRINGS
+from sandgym.tasks.suites.traps import trap_file, trap_tests
 from sandgym.tasks.task import Task
 
 
@@ -38,7 +39,7 @@ FIND = Template("find", ("find_index", "binary_search"), "xs: list[int], target:
                 "    lo, hi = 0, len(xs) - 1\n    while lo <= hi:\n        mid = (lo + hi) // 2\n"
                 "        if xs[mid] == target:\n            return mid\n        if xs[mid] < target:\n"
                 "            lo = mid + 1\n        else:\n            hi = mid - 1\n    return -1", _sorted_xs,
-                n_cases=8)
+                n_cases=8, traps=(([], 3), ([5], 5), ([1, 3, 5, 7], 1), ([1, 3, 5, 7], 7), ([1, 3, 5, 7], 8)))
 
 
 @dataclass(frozen=True)
@@ -113,12 +114,13 @@ def _bug_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
     if d < MAX_DIFFICULTY:
         visible = {"test_visible.py": function_tests(problem.name, problem.source, [args])}
         prompt += " Visible tests are in the workspace (run_tests runs them)."
+    traps, n_traps = trap_tests(problem.name, problem.source, problem.traps, exclude=problem.cases)
     return coding_task(
         family="bugfix", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
         tests={f"test_{problem.name}.py": function_tests(problem.name, problem.source, problem.cases)},
         expected_tests=len(problem.cases), reference_files={"solution.py": problem.source},
         files={"solution.py": broken.source}, visible_tests=visible, key=f"bug-{problem.key}",
-        extra_metadata={"function": problem.name},
+        extra_metadata={"function": problem.name}, traps={trap_file(problem.name): traps}, expected_traps=n_traps,
     )
 
 

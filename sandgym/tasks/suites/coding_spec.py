@@ -18,6 +18,7 @@ from sandgym.tasks.suites.base import (
     template_family,
     word,
 )
+from sandgym.tasks.suites.traps import BIG, with_traps
 from sandgym.tasks.task import Task
 
 
@@ -151,6 +152,22 @@ PARSING = {
 }
 
 
+PARSING = with_traps(PARSING, {
+    "int_list": (("",), ("-5,10",), ("0",), ("7,7,7",)),
+    "kv_pair": (("a=b=c",), ("k=",), ("é=ü",)),
+    "bool": (("",), ("TRUE",), ("no",), ("2",)),
+    "hex": (("0",), ("ffffffffffffffffffff",), ("aBc",)),
+    "kv": (("",), ("a=1;",), ("a=-3;b=0",)),
+    "hhmm": (("00:00",), ("23:59",), ("09:05",)),
+    "duration": (("0m",), ("10h",), ("1h5m",)),
+    "version": (("0",), ("1.0.10",), ("2024.1",)),
+    "ini": (("",), ("# only a comment",), ("[s]\nk = a=b",), ("[a]\nx = 1\n[b]\nx = 2",)),
+    "csv": (("name",), ("a,b\n1,2\n3,4",), ("é,ü\nñ,ç",)),
+    "roman": (("I",), ("MMMCMXCIX",), ("XLIV",)),
+    "rpn": (("7",), ("1 2 -",), ("2 3 4 * -",)),
+})
+
+
 # --------------------------------------------------------------------------------------------------------------
 # class_spec: scripted method calls; a raised exception is recorded as its type name.
 
@@ -168,6 +185,10 @@ def _run(init, ops):
 '''
 
 
+Script = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
+"""(constructor arguments, method calls as (name, *args))."""
+
+
 @dataclass(frozen=True)
 class ClassTemplate:
     key: str
@@ -176,6 +197,8 @@ class ClassTemplate:
     source: str
     script: Callable[[random.Random], tuple[tuple[Any, ...], list[tuple[Any, ...]]]]
     split: str = "train"
+    traps: tuple[Script, ...] = ()
+    """Edge-case scripts (empty structure, boundaries, repeats) graded apart from the main ones."""
 
 
 def _counter_ops(rng: random.Random) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
@@ -212,12 +235,13 @@ CLASSES = {
                       "`{cls}()` starts at 0; `increment()` adds 1 and returns the new value; `get()` returns it.",
                       "class {cls}:\n    def __init__(self):\n        self.n = 0\n\n    def increment(self):\n"
                       "        self.n += 1\n        return self.n\n\n    def get(self):\n        return self.n\n",
-                      _counter_ops),
+                      _counter_ops, traps=(((), [("get",)]), ((), [("increment",)] * 30 + [("get",)]))),
         ClassTemplate("accumulator", ("Accumulator", "RunningTotal"),
                       "`{cls}()` starts at 0; `add(x)` adds x and returns None; `total()` returns the sum so far.",
                       "class {cls}:\n    def __init__(self):\n        self.sum = 0\n\n    def add(self, x):\n"
                       "        self.sum += x\n\n    def total(self):\n        return self.sum\n",
-                      _acc_ops, split="heldout"),
+                      _acc_ops, split="heldout",
+                      traps=(((), [("total",)]), ((), [("add", -5), ("add", BIG), ("total",)]))),
     ],
     2: [
         ClassTemplate("stack", ("Stack", "LifoStack"),
@@ -226,14 +250,19 @@ CLASSES = {
                       "class {cls}:\n    def __init__(self):\n        self.items = []\n\n    def push(self, x):\n"
                       "        self.items.append(x)\n\n    def pop(self):\n        return self.items.pop()\n\n"
                       "    def peek(self):\n        return self.items[-1]\n\n    def size(self):\n"
-                      "        return len(self.items)\n", _stack_ops),
+                      "        return len(self.items)\n", _stack_ops,
+                      traps=(((), [("pop",), ("peek",), ("size",)]),
+                             ((), [("push", 1), ("push", 1), ("pop",), ("size",), ("pop",), ("pop",)]))),
         ClassTemplate("queue", ("Queue", "FifoQueue"),
                       "`{cls}()` is empty; `enqueue(x)` returns None; `dequeue()` removes and returns the oldest "
                       "item and raises IndexError when empty; `size()` counts items.",
                       "class {cls}:\n    def __init__(self):\n        self.items = []\n\n    def enqueue(self, x):\n"
                       "        self.items.append(x)\n\n    def dequeue(self):\n        if not self.items:\n"
                       "            raise IndexError('empty')\n        return self.items.pop(0)\n\n"
-                      "    def size(self):\n        return len(self.items)\n", _queue_ops, split="heldout"),
+                      "    def size(self):\n        return len(self.items)\n", _queue_ops, split="heldout",
+                      traps=(((), [("dequeue",), ("size",)]),
+                             ((), [("enqueue", 1), ("enqueue", 2), ("dequeue",), ("enqueue", 3), ("dequeue",),
+                                   ("dequeue",), ("dequeue",)]))),
     ],
     3: [
         ClassTemplate("bank", ("BankAccount", "Wallet"),
@@ -245,7 +274,10 @@ CLASSES = {
                       "        self._b += amount\n        return self._b\n\n    def withdraw(self, amount):\n"
                       "        if amount <= 0 or amount > self._b:\n            raise ValueError(amount)\n"
                       "        self._b -= amount\n        return self._b\n\n    def balance(self):\n"
-                      "        return self._b\n", _bank_ops),
+                      "        return self._b\n", _bank_ops,
+                      traps=(((0,), [("withdraw", 1), ("deposit", 0), ("balance",)]),
+                             ((10,), [("withdraw", 10), ("balance",), ("withdraw", -1), ("balance",)]),
+                             ((5,), [("deposit", BIG), ("balance",)]))),
         ClassTemplate("lru", ("LRUCache", "RecentCache"),
                       "`{cls}(capacity)`; `get(key)` returns the value or -1 if absent (and marks the key as most "
                       "recently used); `put(key, value)` returns None, stores the value (marking it most recent) "
@@ -255,12 +287,17 @@ CLASSES = {
                       "            return -1\n        self.data[key] = self.data.pop(key)\n        return self.data[key]\n\n"
                       "    def put(self, key, value):\n        self.data.pop(key, None)\n        self.data[key] = value\n"
                       "        if len(self.data) > self.cap:\n            del self.data[next(iter(self.data))]\n",
-                      _lru_ops, split="heldout"),
+                      _lru_ops, split="heldout",
+                      traps=(((1,), [("put", "a", 1), ("put", "b", 2), ("get", "a"), ("get", "b")]),
+                             ((2,), [("put", "a", 1), ("put", "b", 2), ("put", "a", 3), ("put", "c", 4), ("get", "b"),
+                                     ("get", "a"), ("get", "c")]),
+                             ((2,), [("put", "a", 1), ("get", "a"), ("put", "b", 2), ("put", "c", 3), ("get", "a"),
+                                     ("get", "b")]))),
     ],
 }
 
 
-def class_tests(cls: str, source: str, scripts: Sequence[tuple[tuple[Any, ...], list[tuple[Any, ...]]]]) -> str:
+def class_tests(cls: str, source: str, scripts: Sequence[Script], prefix: str = "test") -> str:
     """One pytest function per script; expected results come from running the reference."""
     runner = RUNNER.format(cls=cls)
     namespace: dict[str, Any] = {}
@@ -268,7 +305,7 @@ def class_tests(cls: str, source: str, scripts: Sequence[tuple[tuple[Any, ...], 
     lines = [f"from solution import {cls}", runner.rstrip(), ""]
     for i, (init, ops) in enumerate(scripts):
         expected = namespace["_run"](init, ops)
-        lines += ["", f"def test_{cls.lower()}_{i}():", f"    assert _run({init!r}, {ops!r}) == {expected!r}", ""]
+        lines += ["", f"def {prefix}_{cls.lower()}_{i}():", f"    assert _run({init!r}, {ops!r}) == {expected!r}", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -280,6 +317,7 @@ def _class_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Tas
     run_reference(source, cls)  # fails loudly if a template is broken
     scripts = [t.script(rng) for _ in range(3 + d)]
     spec = t.spec.format(cls=cls)
+    traps = [s for s in t.traps if s not in scripts]  # traps stay apart from the main scripts
     prompt = f"Write `solution.py` defining the class `{cls}`. Spec: {spec}"
     visible = {}
     if d < MAX_DIFFICULTY:
@@ -291,6 +329,8 @@ def _class_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Tas
         reference_files={"solution.py": source},
         files={"solution.py": f"class {cls}:\n    pass  # implement the spec from the task\n"},
         visible_tests=visible, key=f"{t.key}-{cls}", extra_metadata={"class": cls},
+        traps={f"test_{cls.lower()}_traps.py": class_tests(cls, source, traps, "test_trap")},
+        expected_traps=len(traps),
     )
 
 

@@ -1,0 +1,114 @@
+"""``sandgym feedback import``, ``sandgym judge calibrate`` and (hooked under ``tasks``) ``sandgym tasks from-repo``.
+
+Heavy imports stay inside the handlers so that ``sandgym --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register ``sandgym feedback ...`` and ``sandgym judge ...``."""
+    fb = subparsers.add_parser("feedback", help="turn user feedback logs into scored trajectories and preference pairs")
+    fb_sub = fb.add_subparsers(dest="feedback_command", metavar="ACTION")
+    fb.set_defaults(func=lambda args: (fb.print_help(), 0)[1])
+    p = fb_sub.add_parser("import", help="LOGS.jsonl of (prompt, output, outcome) -> trajectories + pairs")
+    p.add_argument("logs", help="JSONL: prompt, output, outcome (accepted|edited|rejected), optional edit_distance, "
+                                "edited_output, id, metadata")
+    p.add_argument("--out", required=True, help="output trajectories (.jsonl)")
+    p.add_argument("--pairs", default=None, help="output preference pairs (default: OUT with .pairs.jsonl)")
+    p.add_argument("--mapping", default="accepted=1.0,edited=0.5,rejected=0.0",
+                   help="outcome -> reward (default: accepted=1.0,edited=0.5,rejected=0.0)")
+    p.add_argument("--edit-distance-scale", type=float, default=None,
+                   help="edited reward falls linearly from accepted to rejected over this many characters of edit")
+    p.add_argument("--skip-bad", action="store_true", help="keep the valid records, report malformed ones")
+    p.set_defaults(func=cmd_feedback_import)
+
+    jd = subparsers.add_parser("judge", help="model-based judge rewards: calibrate against labels")
+    jd_sub = jd.add_subparsers(dest="judge_command", metavar="ACTION")
+    jd.set_defaults(func=lambda args: (jd.print_help(), 0)[1])
+    p = jd_sub.add_parser("calibrate", help="agreement, confusion matrix and calibration error on a labelled set")
+    p.add_argument("--labelled", required=True, help="JSONL of prompt, answer, label (1/0)")
+    p.add_argument("--judge", required=True, help="python:module:attr, openai:URL#model, or a model/adapter path")
+    p.add_argument("--rubric", default="The answer is correct, complete and follows the task's instructions.",
+                   help="rubric text, or @FILE to read it from a file")
+    p.add_argument("--version", default="v1", help="judge version label (part of the reward version hash)")
+    p.add_argument("--threshold", type=float, default=0.5, help="score at or above which the judge says 'pass'")
+    p.add_argument("--bins", type=int, default=10, help="bins of the expected calibration error")
+    p.add_argument("--out", default=None, help="write the report as JSON here")
+    p.set_defaults(func=cmd_judge_calibrate)
+
+
+def add_from_repo(sub: Any) -> None:
+    """Register ``from-repo`` on the ``sandgym tasks`` sub-parsers (called from ``sandgym.tasks.cli``)."""
+    p = sub.add_parser("from-repo", help="synthesise verified tasks from a local Python repo and its pytest suite")
+    p.add_argument("path", help="root of the repository")
+    p.add_argument("--out", required=True, help="suite folder: tasks.jsonl + from_repo_report.json")
+    p.add_argument("--kinds", default="reimplement,bugfix", help="comma list of reimplement, bugfix")
+    p.add_argument("--max-tasks", type=int, default=None, help="stop after this many verified tasks")
+    p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of source files held out (default 0.3)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name", default=None, help="suite name in task ids (default: the folder name)")
+    p.add_argument("--max-file-kb", type=int, default=64, help="files larger than this are left out (default 64)")
+    p.add_argument("--no-scrub", action="store_true", help="do not remove secrets (not recommended)")
+    p.add_argument("--scrub-pattern", action="append", default=[], metavar="KIND=REGEX",
+                   help="extra secret pattern (repeatable)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds for the baseline test run")
+    p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.set_defaults(func=cmd_from_repo)
+
+
+def cmd_from_repo(args: argparse.Namespace) -> int:
+    from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, run
+    from sandgym.private.scrub import parse_patterns
+
+    config = FromRepoConfig(
+        repo=args.path, out=args.out, kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
+        max_tasks=args.max_tasks, heldout_fraction=args.heldout_fraction, seed=args.seed, name=args.name,
+        max_file_bytes=args.max_file_kb * 1000, scrub=not args.no_scrub,
+        scrub_patterns=parse_patterns(args.scrub_pattern), timeout_s=args.timeout, backend=args.backend)
+    result = run(config)
+    report = result.report()
+    print(f"made {report['made']} task(s) {report['made_by_kind']} splits {report['made_by_split']}")
+    print(f"discarded {report['discarded']}: {report['discarded_by_reason']}")
+    print(f"baseline: {report['baseline']}; secrets removed: {report['scrub']['by_kind'] or 'none'}")
+    print(f"wrote {Path(args.out) / TASKS_NAME} and {Path(args.out) / REPORT_NAME}")
+    return 0 if result.made else 1
+
+
+def cmd_feedback_import(args: argparse.Namespace) -> int:
+    from sandgym.private.feedback import RewardMapping, import_feedback
+
+    mapping = RewardMapping.parse(args.mapping, args.edit_distance_scale)
+    result = import_feedback(args.logs, args.out, mapping=mapping, pairs_out=args.pairs, skip_bad=args.skip_bad)
+    for bad in result.bad:
+        print(f"skipped {args.logs}:{bad}", file=sys.stderr)
+    pairs = args.pairs or str(Path(args.out).with_suffix(".pairs.jsonl"))
+    print(f"imported {len(result.trajectories)} record(s) -> {args.out}; {len(result.pairs)} preference pair(s) -> "
+          f"{pairs}; skipped {len(result.bad)} malformed")
+    return 0
+
+
+def cmd_judge_calibrate(args: argparse.Namespace) -> int:
+    from sandgym.private.calibrate import calibrate, load_judge_policy, load_labelled
+    from sandgym.private.judge import JudgeReward
+
+    rubric = Path(args.rubric[1:]).read_text(encoding="utf-8") if args.rubric.startswith("@") else args.rubric
+    judge = JudgeReward(load_judge_policy(args.judge), rubric, version=args.version)
+    stats = calibrate(judge, load_labelled(args.labelled), threshold=args.threshold, bins=args.bins)
+    (tn, fp), (fn, tp) = stats.confusion
+    print(f"judge {judge.identity} -> reward version {stats.judge_version}")
+    print(f"n={stats.n} agreement={stats.agreement:.3f} kappa={stats.kappa:.3f} ECE={stats.ece:.3f} "
+          f"brier={stats.brier:.3f} unparsed={stats.unparsed}")
+    print("confusion (rows: label, columns: judge)\n            judge=0  judge=1")
+    print(f"  label=0   {tn:7d}  {fp:7d}\n  label=1   {fn:7d}  {tp:7d}")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"judge": judge.identity, **stats.to_json()}, indent=2) + "\n",
+                                  encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,345 @@
+"""``sandgym tasks from-repo``: turn a local Python repository with a pytest suite into verified coding tasks.
+
+Flow: snapshot the repo (small, text only, scrubbed) -> run its tests once in the sandbox (baseline) -> for each
+function or method the tests mention, make a re-implement task (body removed) and/or a bug-fix task (one small
+mutation) -> keep only the baseline-passing tests that now fail as the hidden tests -> check in the sandbox that
+they fail on the starting state and pass on the reference -> split by source file -> write ``tasks.jsonl`` and
+``from_repo_report.json``. Every discarded candidate is counted by reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sandgym.errors import ConfigError, TaskError
+from sandgym.private.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
+from sandgym.private.scrub import Scrubber, ScrubReport
+from sandgym.private.snapshot import DEFAULT_MAX_FILE_BYTES, Snapshot, read_repo, select_tests, test_key
+from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
+from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
+
+log = logging.getLogger(__name__)
+
+KINDS: tuple[str, ...] = ("reimplement", "bugfix")
+REPORT_NAME = "from_repo_report.json"
+TASKS_NAME = "tasks.jsonl"
+
+
+@dataclass(frozen=True)
+class FromRepoConfig:
+    """What ``sandgym tasks from-repo`` does."""
+
+    repo: str
+    """Root of a local Python repository with a pytest suite."""
+    out: str
+    """Output folder: ``tasks.jsonl`` and ``from_repo_report.json`` are written there."""
+    kinds: tuple[str, ...] = KINDS
+    """Task kinds to make: ``reimplement`` (body removed) and/or ``bugfix`` (one small mutation)."""
+    max_tasks: int | None = None
+    """Stop after this many verified tasks (None: every candidate)."""
+    heldout_fraction: float = 0.3
+    """Share of source files whose tasks go to the heldout split (whole files, never mixed)."""
+    seed: int = 0
+    name: str | None = None
+    """Suite name used in task ids (default: the repository folder's name)."""
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    scrub: bool = True
+    """Remove secrets from every file and prompt (see ``sandgym.private.scrub``)."""
+    scrub_patterns: Mapping[str, str] = field(default_factory=dict)
+    """Extra kind -> regex patterns to scrub."""
+    max_mutation_tries: int = 3
+    """Bug-fix mutations tried per function before giving up on it (each try is one sandbox test run)."""
+    timeout_s: float = 120.0
+    """Limit of the baseline test run; later runs get 3x the baseline time plus 10 s."""
+    backend: str = "local"
+
+    def __post_init__(self) -> None:
+        bad = [k for k in self.kinds if k not in KINDS]
+        if bad or not self.kinds:
+            raise ConfigError(f"kinds={list(self.kinds)!r}: each must be one of {KINDS}, e.g. --kinds reimplement,bugfix")
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise ConfigError(f"heldout_fraction={self.heldout_fraction} must be in [0, 1), e.g. 0.3")
+        if self.max_tasks is not None and self.max_tasks <= 0:
+            raise ConfigError(f"max_tasks={self.max_tasks} must be a positive integer (or omitted for all)")
+
+    @property
+    def suite_name(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", self.name or Path(self.repo).resolve().name)
+
+
+@dataclass(frozen=True)
+class Discard:
+    """A candidate that did not become a task, and why."""
+
+    candidate: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class FromRepoResult:
+    """The tasks made and the report written next to them."""
+
+    tasks: tuple[Task, ...]
+    discards: tuple[Discard, ...]
+    baseline: Mapping[str, int]
+    splits: Mapping[str, str]
+    """Source file -> split."""
+    scrub: ScrubReport
+    snapshot_files: int
+    skipped: tuple[tuple[str, str], ...]
+
+    @property
+    def made(self) -> int:
+        return len(self.tasks)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "made": self.made,
+            "made_by_kind": dict(Counter(str(t.metadata["kind"]) for t in self.tasks)),
+            "made_by_split": dict(Counter(t.split for t in self.tasks)),
+            "discarded": len(self.discards),
+            "discarded_by_reason": dict(sorted(Counter(d.reason for d in self.discards).items())),
+            "discards": [vars(d) for d in self.discards],
+            "baseline": dict(self.baseline),
+            "split_by_file": dict(self.splits),
+            "snapshot": {"files": self.snapshot_files, "skipped": [list(s) for s in self.skipped]},
+            "scrub": self.scrub.to_json(),
+        }
+
+
+SandboxFactory = Callable[[float], Sandbox]
+
+
+def _default_factory(backend: str) -> SandboxFactory:
+    def make(timeout_s: float) -> Sandbox:
+        from sandgym.sandbox import make_sandbox
+
+        return make_sandbox(backend, limits=Limits(timeout_s=timeout_s, memory_mb=2048))
+    return make
+
+
+class _Runner:
+    """One sandbox holding the snapshot; runs hidden tests with one file swapped in."""
+
+    def __init__(self, sandbox: Sandbox, files: Mapping[str, str], timeout_s: float) -> None:
+        self.sb, self.files, self.timeout_s = sandbox, files, timeout_s
+        for path, text in files.items():
+            sandbox.write_file(path, text)
+
+    def run(self, tests: Mapping[str, str], expected: int, swap: tuple[str, str] | None = None) -> TestReport:
+        if swap is not None:
+            self.sb.write_file(*swap)
+        try:
+            return self.sb.run_tests(tests, expected=max(expected, 1), timeout=self.timeout_s)
+        finally:
+            if swap is not None:
+                self.sb.write_file(swap[0], self.files[swap[0]])
+
+
+def split_files(files: list[str], fraction: float, seed: int) -> dict[str, str]:
+    """Whole source files to ``train``/``heldout`` (seeded); both splits non-empty when there are >= 2 files."""
+    order = sorted(files)
+    random.Random(seed).shuffle(order)
+    n = round(len(order) * fraction)
+    if fraction > 0 and len(order) >= 2:
+        n = min(max(n, 1), len(order) - 1)
+    return {f: ("heldout" if i < n else "train") for i, f in enumerate(order)}
+
+
+def _candidates(snap: Snapshot, files: Mapping[str, str], seed: int, unreferenced: list[Discard]) -> Iterator[Target]:
+    """Targets the tests mention by name, round-robin over files (seeded order within each file).
+
+    Functions no test names are appended to ``unreferenced`` (they cannot be verified by the tests).
+    """
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", "\n".join(snap.tests.values())))
+    per_file: list[list[Target]] = []
+    for path in snap.source_files():
+        found = find_targets(files[path], path)
+        targets = [t for t in found if t.name in words and not t.name.startswith("test")]
+        unreferenced += [Discard(f"{path}::{t.qualname}", "not_referenced_by_tests", "no test file names it")
+                         for t in found if t not in targets]
+        random.Random(f"{seed}:{path}").shuffle(targets)
+        if targets:
+            per_file.append(targets)
+    i = 0
+    while any(per_file):
+        bucket = per_file[i % len(per_file)]
+        if bucket:
+            yield bucket.pop(0)
+        i += 1
+
+
+def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = None) -> FromRepoResult:
+    """Make verified tasks from a repository (see the module docstring); nothing is written."""
+    snap = read_repo(config.repo, max_file_bytes=config.max_file_bytes)
+    scrubber = Scrubber(dict(config.scrub_patterns))
+    files, tests = dict(snap.files), dict(snap.tests)
+    scrub_report = ScrubReport()
+    if config.scrub:
+        files, r1 = scrubber.files(files)
+        tests, r2 = scrubber.files(tests)
+        scrub_report = ScrubReport(r1.findings + r2.findings)
+    make = sandbox_factory or _default_factory(config.backend)
+    sandbox = make(config.timeout_s)
+    try:
+        runner = _Runner(sandbox, files, config.timeout_s)
+        base = runner.run(tests, expected=1)
+        if not base.report_found:
+            tail = (base.exec.stderr[-800:] if base.exec else "")
+            raise TaskError(f"{config.repo}: the baseline test run gave no report (timed out or crashed): {tail}; "
+                            f"raise --timeout (now {config.timeout_s}s) or check that the tests run with plain pytest")
+        passing = {o.name for o in base.outcomes if o.outcome == "passed"}
+        baseline = {"collected": base.reported, "passed": len(passing), "test_files": len(tests),
+                    "wall_s": round(base.exec.wall_s if base.exec else 0.0, 2)}
+        runner.timeout_s = 3 * baseline["wall_s"] + 10.0
+        made, discards, splits = _generate(config, snap, files, tests, base, passing, runner, scrubber)
+    finally:
+        sandbox.close()
+    return FromRepoResult(tuple(made), tuple(discards), baseline, splits, scrub_report, len(files), snap.skipped)
+
+
+def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: dict[str, str],
+              base: TestReport, passing: set[str], runner: _Runner, scrubber: Scrubber
+              ) -> tuple[list[Task], list[Discard], dict[str, str]]:
+    collected: dict[str, set[str]] = defaultdict(set)
+    instances: Counter[tuple[str, str]] = Counter()
+    broken: set[tuple[str, str]] = set()  # tests with an instance that does not pass at baseline
+    for o in base.outcomes:
+        f, key = test_key(o.name)
+        if key:
+            collected[f].add(key)
+            instances[(f, key)] += 1
+            if o.outcome != "passed":
+                broken.add((f, key))
+    splits = split_files(snap.source_files(), config.heldout_fraction, config.seed)
+    made: list[Task] = []
+    discards: list[Discard] = []
+    for target in _candidates(snap, files, config.seed, discards):
+        for kind in config.kinds:
+            if config.max_tasks is not None and len(made) >= config.max_tasks:
+                return made, discards, splits
+            cand = f"{target.file}::{target.qualname} ({kind})"
+            mutations = ([remove_body(files[target.file], target)] if kind == "reimplement"
+                         else bug_mutations(files[target.file], target, config.seed)[: config.max_mutation_tries])
+            if not mutations:
+                discards.append(Discard(cand, "no_mutation_site", "no single-line site to mutate"))
+                continue
+            outcome: Task | Discard | None = None
+            for mutation in mutations:
+                outcome = _try(config, snap, files, tests, target, mutation, passing, collected, instances, broken,
+                               runner, splits, scrubber)
+                if isinstance(outcome, Task):
+                    break
+            if isinstance(outcome, Task):
+                made.append(outcome)
+                log.info("made %s", outcome.id)
+            elif outcome is not None:
+                discards.append(Discard(cand, outcome.reason, outcome.detail))
+                log.info("discarded %s: %s %s", cand, outcome.reason, outcome.detail)
+    return made, discards, splits
+
+
+def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: dict[str, str], target: Target,
+         mutation: Mutation, passing: set[str], collected: Mapping[str, set[str]],
+         instances: Counter[tuple[str, str]], broken: set[tuple[str, str]], runner: _Runner,
+         splits: Mapping[str, str], scrubber: Scrubber) -> Task | Discard:
+    word = re.compile(rf"\b{re.escape(target.name)}\b")
+    related = {n: s for n, s in tests.items() if word.search(s)}
+    swap = (target.file, mutation.source)
+    found = runner.run(related, expected=1, swap=swap)
+    if not found.report_found:
+        return Discard("", "starting_state_timeout", "the test run on the starting state gave no report")
+    now_passing = {o.name for o in found.outcomes if o.outcome == "passed"}
+    failing = {test_key(n) for n in passing - now_passing if n.partition("::")[0] in related}
+    keep = {(f, k) for f, k in failing if (f, k) not in broken}
+    if not keep:
+        reason = "not_exercised" if mutation.kind == "reimplement" else "mutation_survived"
+        return Discard("", reason, "no baseline-passing test fails on the starting state")
+    hidden: dict[str, str] = {}
+    expected = 0
+    for f in sorted({f for f, _ in keep}):
+        keys = {k for ff, k in keep if ff == f}
+        hidden[f] = select_tests(tests[f], keys, collected[f])
+        expected += sum(instances[(f, k)] for k in keys)
+    ref = runner.run(hidden, expected)
+    ran = {test_key(o.name) for o in ref.outcomes}
+    bad = [o.name for o in ref.outcomes if o.outcome != "passed"]
+    if not ref.report_found or bad or not keep <= ran:
+        return Discard("", "reference_fails", f"{ref.passed}/{ref.reported} hidden tests pass on the reference "
+                                              f"(missing {len(keep - ran)}); e.g. {bad[:3]}")
+    expected = ref.reported  # what the filtered files collect (inherited tests may add a few)
+    start = runner.run(hidden, expected, swap=swap)
+    if start.passed >= expected:
+        return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
+    return _task(config, snap, files, target, mutation, hidden, expected, sorted(f"{f}::{k}" for f, k in keep),
+                 splits, scrubber, runner.timeout_s)
+
+
+def _prompt(target: Target, mutation: Mutation, failing: list[str]) -> str:
+    what = f"method `{target.qualname}`" if target.is_method else f"function `{target.name}`"
+    if mutation.kind == "reimplement":
+        return (f"The workspace is a snapshot of a Python project. The body of the {what} in `{target.file}` has "
+                "been removed (it now raises NotImplementedError). Re-implement it so that the project's tests "
+                "pass again. Keep its signature and docstring, and do not change other behaviour.")
+    shown = ", ".join(f"`{n}`" for n in failing[:5]) + (" and others" if len(failing) > 5 else "")
+    return (f"The workspace is a snapshot of a Python project. A recent change introduced a bug in `{target.file}`: "
+            f"these tests of the project now fail: {shown}. Find the bug and fix it with a minimal change; do not "
+            "change other behaviour.")
+
+
+def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target: Target, mutation: Mutation,
+          hidden: dict[str, str], expected: int, failing: list[str], splits: Mapping[str, str], scrubber: Scrubber,
+          timeout_s: float) -> Task:
+    module = target.file.removesuffix(".py").replace("/", ".")
+    suffix = f"-{mutation.operator}-L{mutation.line}" if mutation.kind == "bugfix" else ""
+    prompt = _prompt(target, mutation, failing)
+    if config.scrub:
+        prompt, _ = scrubber.text(prompt, "<prompt>")
+    difficulty = 2 if mutation.kind == "bugfix" else min(4, 1 + (target.body_lines > 5) + (target.body_lines > 15)
+                                                         + (target.body_lines > 40))
+    return Task(
+        id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
+        domain="coding", family=f"repo_{mutation.kind}", split=splits.get(target.file, "train"),  # type: ignore[arg-type]
+        prompt=prompt,
+        verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected),
+        files={**files, target.file: mutation.source},
+        reference=Reference(files={target.file: files[target.file]}),
+        limits=TaskLimits(max_turns=12, exec_timeout_s=max(10.0, round(timeout_s)), episode_timeout_s=600.0),
+        difficulty=difficulty,
+        metadata={"entry_file": target.file, "source_file": snap.repo_path(target.file), "repo": config.suite_name,
+                  "function": target.qualname, "kind": mutation.kind,
+                  "mutation": {"operator": mutation.operator, "line": mutation.line, "before": mutation.before,
+                               "after": mutation.after},
+                  "hidden_tests": failing},
+    )
+
+
+def write_suite(result: FromRepoResult, out: str | Path, config: FromRepoConfig | None = None) -> Path:
+    """Write ``tasks.jsonl`` and ``from_repo_report.json`` into ``out``; returns the JSONL path."""
+    from sandgym.tasks.load import save_jsonl
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = save_jsonl(result.tasks, folder / TASKS_NAME)
+    report = result.report()
+    if config is not None:
+        report = {"repo": str(Path(config.repo).resolve()), "suite": config.suite_name, "kinds": list(config.kinds),
+                  "seed": config.seed, "heldout_fraction": config.heldout_fraction, **report}
+    (folder / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def run(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = None) -> FromRepoResult:
+    """Make the tasks and write them (the CLI's entry point)."""
+    result = from_repo(config, sandbox_factory)
+    write_suite(result, config.out, config)
+    return result

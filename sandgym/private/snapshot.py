@@ -1,0 +1,169 @@
+"""Read a local Python repository into a small text snapshot: source files for the workspace, test files apart.
+
+Skipped (and reported): VCS and build folders, caches, virtual environments, docs and examples, binary or
+non-UTF-8 files, files over the size cap. A ``src/`` layout is flattened (``src/pkg/x.py`` -> ``pkg/x.py``) so
+that the package imports from the workspace root, which is on ``sys.path`` when hidden tests run.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandgym.errors import TaskError
+
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", "build", "dist", ".tox", ".nox", ".venv", "venv", "env", "node_modules",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "docs", "doc", "examples", "benchmarks", "bench",
+    "site-packages", ".github", ".idea", ".vscode",
+})
+TEXT_FILES = frozenset({"pyproject.toml", "setup.cfg", "README.md", "README.rst", "README.txt", "README"})
+TEST_DIRS = frozenset({"tests", "test", "testing"})
+DEFAULT_MAX_FILE_BYTES = 64_000
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A repository as text: ``files`` (workspace, no tests) and ``tests`` (flat hidden-test name -> source)."""
+
+    root: str
+    files: Mapping[str, str]
+    tests: Mapping[str, str]
+    test_paths: Mapping[str, str] = field(default_factory=dict)
+    """Flat hidden-test name -> its path in the repository."""
+    skipped: tuple[tuple[str, str], ...] = ()
+    """(path, reason) of every file left out."""
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    """Workspace path -> repository path where they differ (``src/`` layout)."""
+
+    def repo_path(self, workspace_path: str) -> str:
+        return self.renamed.get(workspace_path, workspace_path)
+
+    def source_files(self) -> list[str]:
+        """Python files that may hold task targets (not tests, not build helpers)."""
+        helpers = {"setup.py", "versioneer.py", "conftest.py", "noxfile.py", "tasks.py", "fabfile.py"}
+        return sorted(p for p in self.files if p.endswith(".py") and Path(p).name not in helpers
+                      and not Path(p).name.startswith("_version"))
+
+
+def is_test_file(rel: Path) -> bool:
+    name = rel.name
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _in_test_dir(rel: Path) -> bool:
+    return any(part in TEST_DIRS for part in rel.parts[:-1])
+
+
+def _flat_name(rel: Path, taken: set[str]) -> str:
+    name = rel.name
+    if name in taken or name == "pytest.ini":
+        parts = [re.sub(r"\W", "_", p) for p in rel.parts[:-1]]
+        name = "test_" + "_".join(parts + [rel.name.removeprefix("test_")])
+    while name in taken:
+        name = "x" + name
+    taken.add(name)
+    return name
+
+
+def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Snapshot:
+    """Snapshot a repository folder; TaskError when it is not a folder or holds no Python source or tests."""
+    base = Path(root).resolve()
+    if not base.is_dir():
+        raise TaskError(f"repository path {str(root)!r} is not a folder; pass the root of a checked-out repository")
+    src_layout = (base / "src").is_dir() and any((base / "src").glob("*/__init__.py"))
+    files: dict[str, str] = {}
+    tests: dict[str, str] = {}
+    test_paths: dict[str, str] = {}
+    renamed: dict[str, str] = {}
+    skipped: list[tuple[str, str]] = []
+    taken: set[str] = set()
+    for path in sorted(base.rglob("*")):
+        rel = path.relative_to(base)
+        if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts[:-1]) or not path.is_file():
+            continue
+        if path.is_symlink():
+            skipped.append((rel.as_posix(), "symlink"))
+            continue
+        if not (path.suffix == ".py" or rel.name in TEXT_FILES):
+            continue
+        data = path.read_bytes()
+        if len(data) > max_file_bytes:
+            skipped.append((rel.as_posix(), f"over {max_file_bytes} bytes"))
+            continue
+        if b"\0" in data:
+            skipped.append((rel.as_posix(), "binary"))
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            skipped.append((rel.as_posix(), "not UTF-8"))
+            continue
+        if is_test_file(rel):
+            name = _flat_name(rel, taken)
+            tests[name], test_paths[name] = text, rel.as_posix()
+            continue
+        if _in_test_dir(rel):
+            skipped.append((rel.as_posix(), "test helper (conftest/fixtures are not carried)"))
+            continue
+        ws = rel.as_posix()
+        if src_layout and rel.parts[0] == "src" and len(rel.parts) > 1:
+            ws = Path(*rel.parts[1:]).as_posix()
+            renamed[ws] = rel.as_posix()
+        files[ws] = text
+    if not any(p.endswith(".py") for p in files):
+        raise TaskError(f"{base}: no Python source files found (skipped: {len(skipped)}); point at a Python repo")
+    if not tests:
+        raise TaskError(f"{base}: no pytest files (test_*.py or *_test.py) found; from-repo needs the repo's tests")
+    return Snapshot(str(base), files, tests, test_paths, tuple(skipped), renamed)
+
+
+# ---- hidden-test selection ------------------------------------------------------------------------------------
+def test_key(nodeid: str) -> tuple[str, str]:
+    """``file.py::Class::test[param]`` -> (``file.py``, ``Class::test``)."""
+    file, _, rest = nodeid.partition("::")
+    return file, re.sub(r"\[.*\]$", "", rest)
+
+
+def select_tests(source: str, keep: set[str], collected: set[str]) -> str:
+    """``source`` without the collected tests (``name`` or ``Class::name`` keys) that are not in ``keep``.
+
+    Everything else (imports, helpers, fixtures) is left as it was. A test method stays when its name is kept under
+    any class (subclasses inherit it); a class goes only when neither it nor a kept subclass needs it.
+    """
+    tree = ast.parse(source)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    kept_methods = {k.rpartition("::")[2] for k in keep if "::" in k}
+    needed = {k.partition("::")[0] for k in keep if "::" in k}
+    todo = list(needed)
+    while todo:  # bases of kept classes are needed too
+        node = classes.get(todo.pop())
+        for base in node.bases if node else []:
+            if isinstance(base, ast.Name) and base.id not in needed:
+                needed.add(base.id)
+                todo.append(base.id)
+    collected_methods = {k.rpartition("::")[2] for k in collected if "::" in k}
+    drop: list[tuple[int, int]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in collected \
+                and node.name not in keep:
+            drop.append(_span(node))
+        elif isinstance(node, ast.ClassDef) and any(k.startswith(node.name + "::") for k in collected):
+            if node.name not in needed:
+                drop.append(_span(node))
+                continue
+            drop += [_span(m) for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and m.name in collected_methods and m.name not in kept_methods]
+    lines = source.splitlines(keepends=True)
+    for start, end in sorted(drop, reverse=True):
+        indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
+        lines[start - 1:end] = [f"{indent}pass\n"] if indent else []
+    return "".join(lines)
+
+
+def _span(node: ast.stmt) -> tuple[int, int]:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno or node.lineno

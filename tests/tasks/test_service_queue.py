@@ -1,0 +1,120 @@
+"""The ``service_queue`` family in the real sandbox: the oracle passes every fault test, a naive queue (no ack, no
+retry, no dedupe) fails the fault tests, and the untouched synchronous code fails the latency test."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from sandgym.envs.grading import signal_scores
+from sandgym.tasks.suites import get_family
+from sandgym.tasks.suites.service_queue import VARIANTS
+from sandgym.tasks.suites.service_tests import SIGNALS, TESTS
+
+FAM = get_family("coding", "service_queue")
+
+NAIVE_WORKER = '''"""A naive consumer: auto-ack on delivery, no retry, no idempotency."""
+import time
+
+from service import config, log
+from service.notify import notify
+from service.queue_client import QueueClient
+
+
+def run(idle_exit_s):
+    idle_since = time.monotonic()
+    with QueueClient(config.socket_path()) as queue:
+        while True:
+            got = queue.get(config.QUEUE, auto_ack=True)
+            if got is None:
+                if time.monotonic() - idle_since > idle_exit_s:
+                    return
+                time.sleep(0.02)
+                continue
+            _, msg = got
+            try:
+                notify(msg["id"], msg["record"])
+            except Exception as exc:
+                log.log("ERROR", f"notify failed: {exc}")
+            idle_since = time.monotonic()
+
+
+if __name__ == "__main__":
+    run(config.idle_exit_s())
+'''
+
+FAULT_TESTS = {"test_lost_consumer_crash_mid_message", "test_lost_transient_failure_retried",
+               "test_dup_duplicate_delivery"}
+
+
+def test_instances_train_heldout_and_signals() -> None:
+    for split in ("train", "heldout"):
+        for d in (1, 2, 3):
+            (task,) = FAM.make(split, 1, 0, d)
+            assert task.metadata["signals"] == {k: list(v) for k, v in SIGNALS.items()}
+            assert {n for names in SIGNALS.values() for n in names} <= set(TESTS)
+            assert task.verifier.expected_tests == len(TESTS)
+            assert "service/broker.py" in task.files and "service/worker.py" in task.reference.files
+            assert ("service/queue_client.py" in task.files) == (d <= 2)
+            assert task.limits.exec_timeout_s >= 30
+    keys = {s: {t.metadata["problem"] for t in FAM.make(s, 8, 0, None)} for s in ("train", "heldout")}
+    assert not keys["train"] & keys["heldout"]
+    assert {v.split for v in VARIANTS} == {"train", "heldout"}
+
+
+def test_signal_scores_read_the_structured_report() -> None:
+    from sandgym.sandbox.protocol import TestOutcome, TestReport
+
+    report = TestReport(expected=3, outcomes=(TestOutcome("t.py::test_a", "passed"), TestOutcome("t.py::test_b", "failed")),
+                        report_found=True)
+    assert signal_scores(report, {"x": ["test_a", "test_b"], "y": ["test_a"], "z": ["test_missing"]}) == \
+        {"x": 0.5, "y": 1.0, "z": 0.0}
+
+
+HAS_LOCAL = importlib.util.find_spec("sandgym.sandbox.local") is not None
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    if not HAS_LOCAL:
+        pytest.skip("sandgym.sandbox.local is not available")
+    from sandgym.sandbox import LocalSandbox
+
+    try:
+        sb = LocalSandbox()
+    except Exception as exc:  # no namespaces on this machine: the sandbox's own tests cover that
+        pytest.skip(f"local sandbox unavailable: {exc}")
+    yield sb
+    sb.close()
+
+
+def _run(sb, task, files):
+    sb.exec("find . -mindepth 1 -delete")
+    for path, text in {**task.files, **files}.items():
+        sb.write_file(path, text)
+    v = task.verifier
+    report = sb.run_tests(v.tests, expected=v.expected_tests, timeout=60)
+    assert report.report_found, report.exec
+    return report, {o.name.rsplit("::", 1)[-1]: o.outcome for o in report.outcomes}
+
+
+@pytest.mark.parametrize(("split", "d"), [("train", 2), ("heldout", 3)])
+def test_oracle_passes_naive_fails_faults_untouched_fails_latency(sandbox, split, d) -> None:
+    (task,) = FAM.make(split, 1, 3, d)
+    ref = task.reference.files
+    report, _ = _run(sandbox, task, ref)
+    assert report.all_passed, [o for o in report.outcomes if o.outcome != "passed"]
+    assert report.exec.wall_s < 10, "an instance's hidden tests stay under ~10 s"
+    assert signal_scores(report, task.metadata["signals"]) == {s: 1.0 for s in SIGNALS}
+
+    naive = {**ref, "service/worker.py": NAIVE_WORKER}  # the reference producer, a naive consumer
+    report, by_name = _run(sandbox, task, naive)
+    failed = {n for n, o in by_name.items() if o != "passed"}
+    assert failed == FAULT_TESTS, by_name
+    scores = signal_scores(report, task.metadata["signals"])
+    assert scores["latency"] == 1.0 and scores["lost"] < 1.0 and scores["duplicated"] < 1.0
+
+    report, by_name = _run(sandbox, task, {})
+    assert by_name["test_latency_handler_within_budget"] != "passed"
+    assert not report.all_passed
