@@ -27,6 +27,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--edit-distance-scale", type=float, default=None,
                    help="edited reward falls linearly from accepted to rejected over this many characters of edit")
     p.add_argument("--skip-bad", action="store_true", help="keep the valid records, report malformed ones")
+    p.add_argument("--no-scrub", action="store_true", help="keep secrets in the texts (not recommended)")
     p.set_defaults(func=cmd_feedback_import)
 
     jd = subparsers.add_parser("judge", help="model-based judge rewards: calibrate against labels")
@@ -85,12 +86,13 @@ def cmd_feedback_import(args: argparse.Namespace) -> int:
     from sandgym.private.feedback import RewardMapping, import_feedback
 
     mapping = RewardMapping.parse(args.mapping, args.edit_distance_scale)
-    result = import_feedback(args.logs, args.out, mapping=mapping, pairs_out=args.pairs, skip_bad=args.skip_bad)
+    result = import_feedback(args.logs, args.out, mapping=mapping, pairs_out=args.pairs, skip_bad=args.skip_bad,
+                             scrub=not args.no_scrub)
     for bad in result.bad:
         print(f"skipped {args.logs}:{bad}", file=sys.stderr)
     pairs = args.pairs or str(Path(args.out).with_suffix(".pairs.jsonl"))
     print(f"imported {len(result.trajectories)} record(s) -> {args.out}; {len(result.pairs)} preference pair(s) -> "
-          f"{pairs}; skipped {len(result.bad)} malformed")
+          f"{pairs}; skipped {len(result.bad)} malformed; secrets removed: {result.scrub.by_kind or 'none'}")
     return 0
 
 

@@ -18,12 +18,13 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sandgym.agents.trajectory import Trajectory, Turn
 from sandgym.errors import ConfigError, SandgymError
+from sandgym.private.scrub import Scrubber, ScrubReport
 
 OUTCOMES: tuple[str, ...] = ("accepted", "edited", "rejected")
 REWARD_VERSION = "feedback@v1"
@@ -142,9 +143,9 @@ def _check(data: Any, line: int) -> FeedbackRecord | BadRecord:
         if not isinstance(data[name], str):
             return BadRecord(line, f"{name} must be a string, got {type(data[name]).__name__} {data[name]!r:.40}")
     if data["outcome"] not in OUTCOMES:
-        near = difflib.get_close_matches(data["outcome"], OUTCOMES, n=1)
+        close = difflib.get_close_matches(data["outcome"], OUTCOMES, n=1)
         return BadRecord(line, f"outcome {data['outcome']!r} is not one of {OUTCOMES}"
-                               + (f" (did you mean {near[0]!r}?)" if near else ""))
+                               + (f" (did you mean {close[0]!r}?)" if close else ""))
     dist = data.get("edit_distance")
     if dist is not None and (isinstance(dist, bool) or not isinstance(dist, (int, float)) or dist < 0):
         return BadRecord(line, f"edit_distance must be a number >= 0, got {dist!r} (fix: a character count)")
@@ -216,19 +217,43 @@ class ImportResult:
     trajectories: tuple[Trajectory, ...]
     pairs: tuple[dict[str, Any], ...]
     bad: tuple[BadRecord, ...]
+    scrub: ScrubReport = ScrubReport()
+
+
+def scrub_records(records: Iterable[FeedbackRecord], scrubber: Scrubber) -> tuple[list[FeedbackRecord], ScrubReport]:
+    """Records with secrets removed from prompt, output and edited output (file = ``line N``)."""
+    out: list[FeedbackRecord] = []
+    found: list[Any] = []
+    for r in records:
+        texts: dict[str, Any] = {}
+        for name in ("prompt", "output", "edited_output"):
+            value = getattr(r, name)
+            if value is not None:
+                texts[name], f = scrubber.text(value, f"line {r.line} {name}")
+                found += f
+        out.append(replace(r, **texts))
+    return out, ScrubReport(tuple(found))
 
 
 def import_feedback(path: str | Path, out: str | Path, *, mapping: RewardMapping | None = None,
-                    pairs_out: str | Path | None = None, skip_bad: bool = False) -> ImportResult:
-    """Read a log, write trajectories to ``out`` and preference pairs to ``pairs_out`` (default OUT.pairs.jsonl)."""
+                    pairs_out: str | Path | None = None, skip_bad: bool = False, scrub: bool = True) -> ImportResult:
+    """Read a log, write trajectories to ``out`` and preference pairs to ``pairs_out`` (default OUT.pairs.jsonl).
+
+    With ``scrub`` (the default) secrets are removed from every text first (``sandgym.private.scrub``); edit
+    distances are measured on the original texts.
+    """
     from sandgym.agents.trajectory import save_jsonl
 
     mapping = mapping or RewardMapping()
     records, bad = read_records(path, skip_bad=skip_bad)
+    report = ScrubReport()
+    if scrub:
+        records = [replace(r, edit_distance=r.distance) for r in records]
+        records, report = scrub_records(records, Scrubber())
     source = Path(path).stem
     trajs = [r.to_trajectory(mapping, source) for r in records]
     pairs = preference_pairs(records)
     save_jsonl(trajs, out)
     target = Path(pairs_out) if pairs_out else Path(out).with_suffix(".pairs.jsonl")
     target.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
-    return ImportResult(tuple(trajs), tuple(pairs), tuple(bad))
+    return ImportResult(tuple(trajs), tuple(pairs), tuple(bad), report)

@@ -9,6 +9,8 @@ they fail on the starting state and pass on the reference -> split by source fil
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import logging
 import random
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandgym.errors import ConfigError, TaskError
+from sandgym.errors import ConfigError, SandboxError, TaskError
 from sandgym.private.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
 from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import DEFAULT_MAX_FILE_BYTES, Snapshot, read_repo, select_tests, test_key
@@ -90,7 +92,7 @@ class FromRepoResult:
 
     tasks: tuple[Task, ...]
     discards: tuple[Discard, ...]
-    baseline: Mapping[str, int]
+    baseline: Mapping[str, float]
     splits: Mapping[str, str]
     """Source file -> split."""
     scrub: ScrubReport
@@ -128,21 +130,42 @@ def _default_factory(backend: str) -> SandboxFactory:
 
 
 class _Runner:
-    """One sandbox holding the snapshot; runs hidden tests with one file swapped in."""
+    """One sandbox holding the snapshot; runs hidden tests with one file swapped in.
 
-    def __init__(self, sandbox: Sandbox, files: Mapping[str, str], timeout_s: float) -> None:
-        self.sb, self.files, self.timeout_s = sandbox, files, timeout_s
-        for path, text in files.items():
-            sandbox.write_file(path, text)
+    When the sandbox itself dies (``SandboxError``, e.g. a mutation that exhausted it), a fresh one is made with
+    the snapshot and the run reports nothing (``report_found`` False), which discards that candidate.
+    """
+
+    def __init__(self, make: SandboxFactory, files: Mapping[str, str], timeout_s: float) -> None:
+        self.make, self.files, self.timeout_s = make, files, timeout_s
+        self.sb = self._fresh()
+        self.restarts = 0
+
+    def _fresh(self) -> Sandbox:
+        sb = self.make(self.timeout_s)
+        for path, text in self.files.items():
+            sb.write_file(path, text)
+        return sb
 
     def run(self, tests: Mapping[str, str], expected: int, swap: tuple[str, str] | None = None) -> TestReport:
-        if swap is not None:
-            self.sb.write_file(*swap)
         try:
-            return self.sb.run_tests(tests, expected=max(expected, 1), timeout=self.timeout_s)
-        finally:
             if swap is not None:
-                self.sb.write_file(swap[0], self.files[swap[0]])
+                self.sb.write_file(*swap)
+            try:
+                return self.sb.run_tests(tests, expected=max(expected, 1), timeout=self.timeout_s)
+            finally:
+                if swap is not None:
+                    self.sb.write_file(swap[0], self.files[swap[0]])
+        except SandboxError as exc:
+            log.warning("sandbox failed (%s); starting a fresh one", exc)
+            self.close()
+            self.restarts += 1
+            self.sb = self._fresh()
+            return TestReport(expected=max(expected, 1))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.sb.close()
 
 
 def split_files(files: list[str], fraction: float, seed: int) -> dict[str, str]:
@@ -189,9 +212,8 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         tests, r2 = scrubber.files(tests)
         scrub_report = ScrubReport(r1.findings + r2.findings)
     make = sandbox_factory or _default_factory(config.backend)
-    sandbox = make(config.timeout_s)
+    runner = _Runner(make, files, config.timeout_s)
     try:
-        runner = _Runner(sandbox, files, config.timeout_s)
         base = runner.run(tests, expected=1)
         if not base.report_found:
             tail = (base.exec.stderr[-800:] if base.exec else "")
@@ -203,7 +225,7 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         runner.timeout_s = 3 * baseline["wall_s"] + 10.0
         made, discards, splits = _generate(config, snap, files, tests, base, passing, runner, scrubber)
     finally:
-        sandbox.close()
+        runner.close()
     return FromRepoResult(tuple(made), tuple(discards), baseline, splits, scrub_report, len(files), snap.skipped)
 
 
@@ -240,6 +262,8 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
                 if isinstance(outcome, Task):
                     break
             if isinstance(outcome, Task):
+                if any(t.id == outcome.id for t in made):  # e.g. a property and its setter share a name
+                    outcome = dataclasses.replace(outcome, id=f"{outcome.id}-L{target.lineno}")
                 made.append(outcome)
                 log.info("made %s", outcome.id)
             elif outcome is not None:
@@ -257,7 +281,8 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
     swap = (target.file, mutation.source)
     found = runner.run(related, expected=1, swap=swap)
     if not found.report_found:
-        return Discard("", "starting_state_timeout", "the test run on the starting state gave no report")
+        return Discard("", "starting_state_timeout", "the test run on the starting state gave no report (timed out "
+                                                     "or crashed the sandbox)")
     now_passing = {o.name for o in found.outcomes if o.outcome == "passed"}
     failing = {test_key(n) for n in passing - now_passing if n.partition("::")[0] in related}
     keep = {(f, k) for f, k in failing if (f, k) not in broken}

@@ -140,8 +140,8 @@ def select_tests(source: str, keep: set[str], collected: set[str]) -> str:
     needed = {k.partition("::")[0] for k in keep if "::" in k}
     todo = list(needed)
     while todo:  # bases of kept classes are needed too
-        node = classes.get(todo.pop())
-        for base in node.bases if node else []:
+        cls = classes.get(todo.pop())
+        for base in cls.bases if cls else []:
             if isinstance(base, ast.Name) and base.id not in needed:
                 needed.add(base.id)
                 todo.append(base.id)

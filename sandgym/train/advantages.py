@@ -77,3 +77,32 @@ def per_step_returns(turn_rewards: Sequence[float]) -> list[float]:
         acc += r
         out.append(acc)
     return out[::-1]
+
+
+def per_step_advantages(
+    turn_rewards: Sequence[Sequence[float]], groups: Sequence[int], *, scale_by_std: bool = True, eps: float = 1e-6
+) -> list[list[float]]:
+    """Per-turn advantages: each turn's return-to-go minus the group's mean return-to-go at the same turn index,
+    divided by the std of all returns in the group when ``scale_by_std``.
+
+    ``turn_rewards[i][t]`` is the reward of trajectory i's turn t (the final reward sits on the last turn;
+    intermediate checkable states add earlier terms). Returns one advantage per turn of each trajectory.
+
+    >>> per_step_advantages([[0.0, 1.0], [0.0, 0.0]], [0, 0], scale_by_std=False)
+    [[0.5, 0.5], [-0.5, -0.5]]
+    """
+    returns = [per_step_returns(r) for r in turn_rewards]
+    out: list[list[float]] = [[] for _ in returns]
+    for g in set(groups):
+        members = [i for i, gi in enumerate(groups) if gi == g]
+        flat = [x for i in members for x in returns[i]]
+        std = float(torch.tensor(flat, dtype=torch.float64).std(unbiased=False)) if len(flat) > 1 else 0.0
+        depth = max(len(returns[i]) for i in members)
+        for t in range(depth):
+            at_t = [returns[i][t] for i in members if t < len(returns[i])]
+            mean_t = sum(at_t) / len(at_t)
+            for i in members:
+                if t < len(returns[i]):
+                    a = returns[i][t] - mean_t
+                    out[i].append(a / (std + eps) if scale_by_std else a)
+    return out

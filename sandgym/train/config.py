@@ -41,6 +41,11 @@ class AlgorithmConfig:
     tis_cap: float = 2.0
     """Cap of the truncated importance weight correcting generator/trainer log-prob mismatch."""
     loss_aggregation: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"] = "token_mean"
+    advantage_mode: Literal["trajectory", "per_step"] = "trajectory"
+    """trajectory: every sampled token gets its trajectory's advantage (outcome reward). per_step: each turn's
+    tokens get the advantage of the return from that turn on (turn rewards from checkable intermediate states),
+    normalised within the group. Use per_step for long multi-turn tasks whose intermediate states can be checked;
+    otherwise trajectory (with only a final reward the two give every turn of a trajectory similar credit)."""
     skip_zero_advantage: bool = True
     """Do not spend forward/backward passes on groups whose rewards are all equal (exact when beta = 0)."""
 
@@ -126,6 +131,24 @@ class SFTConfig:
 
 
 @dataclass(frozen=True)
+class DistributedConfig:
+    """Scale-out on Ray (see docs/SCALING.md); the default ``local`` backend is the single-process loop."""
+
+    backend: Literal["local", "ray"] = "local"
+    """"local": one process, no Ray needed. "ray": rollout workers as Ray actors."""
+    address: str = ""
+    """Ray cluster to join ("auto", "ray://host:10001"); empty starts a local Ray instance."""
+    num_workers: int = 2
+    """Rollout worker actors, each with its own policy copy and environments."""
+    async_mode: bool = False
+    """Workers keep generating with the newest weights they have while the learner trains."""
+    max_staleness: int = 1
+    """Async mode: the most learner updates a trajectory's policy may lag behind (older ones are regenerated)."""
+    learner_processes: int = 1
+    """Data-parallel learner ranks (torch.distributed, gloo); 1 trains in the driver."""
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """Everything one training run needs. Load with :func:`load_config`."""
 
@@ -141,6 +164,7 @@ class TrainConfig:
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -180,6 +204,19 @@ def validate(c: TrainConfig) -> None:
         raise bad("domains.mix.weight", [d.weight for d in c.domains.mix], "at least one weight must be > 0")
     if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
         raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
+    _validate_distributed(c.distributed, bad)
+
+
+def _validate_distributed(d: DistributedConfig, bad: Any) -> None:
+    if d.backend not in ("local", "ray"):
+        raise bad("distributed.backend", d.backend, 'use "local" (one process) or "ray"')
+    if d.backend == "local" and (d.address or d.learner_processes > 1):
+        raise bad("distributed.backend", d.backend, 'address and learner_processes > 1 need backend = "ray"')
+    for key in ("num_workers", "learner_processes"):
+        if getattr(d, key) < 1:
+            raise bad(f"distributed.{key}", getattr(d, key), "must be >= 1")
+    if d.max_staleness < 0:
+        raise bad("distributed.max_staleness", d.max_staleness, "use 0 (on-policy) or more updates of lag")
 
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:

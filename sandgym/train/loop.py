@@ -25,7 +25,7 @@ from sandgym.agents.trajectory import Trajectory, save_jsonl
 from sandgym.configs import to_toml
 from sandgym.errors import SandgymError
 from sandgym.train import runtime
-from sandgym.train.advantages import compute_advantages
+from sandgym.train.advantages import compute_advantages, per_step_advantages
 from sandgym.train.checkpoint import (
     TrainerState,
     latest_checkpoint,
@@ -57,6 +57,10 @@ class TrainResult:
 
 def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
     """Train per ``config``; with ``resume`` continue from the run directory's latest checkpoint."""
+    if config.distributed.backend == "ray":  # rollout workers on Ray (sandgym/train/distributed/)
+        from sandgym.train.distributed.ray_loop import run as run_on_ray
+
+        return run_on_ray(config, resume=resume)
     run_dir = Path(config.out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.toml").write_text(to_toml(config), encoding="utf-8")
@@ -98,14 +102,14 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         t_roll = time.perf_counter() - t0
         # 2. rewards -> per-domain normalisation -> group advantages (infra failures dropped, never scored)
         valid = [t for t in trajs if not t.infra_failure]
-        advantages = compute_batch_advantages(valid, mixer, config)
+        token_adv = token_advantages(valid, mixer, config)
         # 3. loss -> optimiser step (groups with no reward spread carry no gradient when beta = 0)
         keep = [
             (t, a)
-            for t, a in zip(valid, advantages, strict=True)
-            if not (config.algorithm.skip_zero_advantage and config.algorithm.beta == 0 and abs(a) < 1e-8)
+            for t, a in zip(valid, token_adv, strict=True)
+            if not (config.algorithm.skip_zero_advantage and config.algorithm.beta == 0 and max(map(abs, a), default=0) < 1e-8)
         ]
-        samples = make_samples([t for t, _ in keep], [_per_token(t, a) for t, a in keep])
+        samples = make_samples([t for t, _ in keep], [a for _, a in keep])
         runtime.set_lr(optimizer, config, step)
         stats = None
         if samples:
@@ -171,6 +175,39 @@ def compute_batch_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, co
     adv = compute_advantages(config.algorithm.name, torch.tensor(rewards, dtype=torch.float64), groups)
     sizes = {g: int((groups == g).sum()) for g in set(groups.tolist())}
     return [0.0 if sizes[t.group_id] < 2 else float(a) for t, a in zip(trajs, adv, strict=True)]
+
+
+def token_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> list[list[float]]:
+    """One advantage per token of each trajectory (0 on tokens the model did not sample)."""
+    if config.algorithm.advantage_mode == "per_step":
+        return per_step_token_advantages(trajs, mixer, config)
+    return [_per_token(t, a) for t, a in zip(trajs, compute_batch_advantages(trajs, mixer, config), strict=True)]
+
+
+def turn_rewards(t: Trajectory) -> list[float]:
+    """Per-turn rewards: the env's ``turn_rewards`` when it recorded them, else the final reward on the last turn."""
+    recorded = t.metadata.get("turn_rewards")
+    if recorded is not None and len(recorded) == t.num_turns:
+        return [float(x) for x in recorded]
+    return [0.0] * (t.num_turns - 1) + [t.reward] if t.num_turns else []
+
+
+def per_step_token_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> list[list[float]]:
+    for domain in {t.domain for t in trajs}:
+        ds = [t for t in trajs if t.domain == domain]
+        mixer.observe(domain, [t.reward for t in ds], [t.success for t in ds])
+    rewards = []
+    for t in trajs:
+        scale = mixer.stats[t.domain].std if config.domains.normalize else 1.0
+        rewards.append([r / (scale if scale > 1e-4 else 1.0) for r in turn_rewards(t)])
+    per_turn = per_step_advantages(rewards, [t.group_id for t in trajs], scale_by_std=config.algorithm.name == "grpo")
+    out = []
+    for t, adv in zip(trajs, per_turn, strict=True):
+        tokens: list[float] = []
+        for turn, a in zip(t.turns, adv, strict=True):
+            tokens += [0.0] * len(turn.prompt_token_ids) + [a] * len(turn.completion_token_ids)
+        out.append(tokens)
+    return out
 
 
 def batch_hash(trajs: Sequence[Trajectory]) -> float:

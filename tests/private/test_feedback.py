@@ -104,3 +104,15 @@ def test_mapping_errors() -> None:
 def test_generated_ids_are_stable() -> None:
     good, _ = parse_lines([json.dumps({"prompt": "p", "output": "o", "outcome": "rejected"})] * 2)
     assert good[0].id == good[1].id and good[0].id.startswith("fb-")
+
+
+def test_secrets_scrubbed_from_logs(tmp_path: Path) -> None:
+    logs = tmp_path / "logs.jsonl"
+    rec = {"prompt": "deploy with key AKIAIOSFODNN7EXAMPLE", "output": "mail bob@corp.example.com",
+           "outcome": "edited", "edited_output": "mail <team>"}
+    logs.write_text(json.dumps(rec) + "\n")
+    result = import_feedback(logs, tmp_path / "out.jsonl")
+    text = (tmp_path / "out.jsonl").read_text() + (tmp_path / "out.pairs.jsonl").read_text()
+    assert "AKIAIOSFODNN7EXAMPLE" not in text and "bob@corp" not in text
+    assert result.scrub.by_kind == {"aws_access_key": 1, "email": 1}
+    assert result.trajectories[0].metadata["edit_distance"] > 0

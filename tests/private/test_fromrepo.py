@@ -60,7 +60,7 @@ def test_tasks_made_and_report_written(which: str, request: pytest.FixtureReques
     assert report["discarded"] == len(report["discards"]) == sum(report["discarded_by_reason"].values())
     assert report["discarded"] > 0 and all(d["reason"] for d in report["discards"])
     tasks = load_suite(str(out / TASKS_NAME))
-    assert len(tasks) == result.made
+    assert len(tasks) == result.made and len(load_suite(str(out))) == result.made  # the folder loads too
     assert {t.metadata["kind"] for t in tasks} == {"reimplement", "bugfix"}
     for t in tasks:
         entry = t.metadata["entry_file"]
@@ -144,3 +144,30 @@ def test_config_errors_name_the_fix() -> None:
         FromRepoConfig(repo=".", out="x", kinds=("rewrite",))
     with pytest.raises(ValueError, match="heldout_fraction"):
         FromRepoConfig(repo=".", out="x", heldout_fraction=1.5)
+
+
+def test_runner_survives_a_dead_sandbox() -> None:
+    from sandgym.errors import SandboxError
+    from sandgym.private.fromrepo import _Runner
+
+    made: list[FakeSandbox] = []
+
+    class FakeSandbox:
+        def __init__(self) -> None:
+            self.files: dict[str, str] = {}
+            self.closed = False
+            made.append(self)
+
+        def write_file(self, path: str, data: str) -> None:
+            self.files[path] = data
+
+        def run_tests(self, tests: object, *, expected: int, timeout: float) -> object:
+            raise SandboxError("worker died")
+
+        def close(self) -> None:
+            self.closed = True
+
+    runner = _Runner(lambda timeout: FakeSandbox(), {"pkg/m.py": "x = 1\n"}, 5.0)  # type: ignore[arg-type,return-value]
+    report = runner.run({"test_m.py": ""}, 1, swap=("pkg/m.py", "x = 2\n"))
+    assert not report.report_found and runner.restarts == 1
+    assert made[0].closed and made[1].files == {"pkg/m.py": "x = 1\n"}

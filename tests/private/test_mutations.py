@@ -152,3 +152,12 @@ def test_split_whole_files_both_sides() -> None:
     assert sum(v == "heldout" for v in split.values()) == 3 and split == split_files(files, 0.3, seed=0)
     assert set(split_files(files[:2], 0.1, seed=0).values()) == {"train", "heldout"}
     assert set(split_files(files, 0.0, seed=0).values()) == {"train"}
+
+
+def test_property_and_setter_are_separate_targets() -> None:
+    src = ("class P:\n    @property\n    def x(self):\n        y = 1\n        return y\n\n    @x.setter\n"
+           "    def x(self, v):\n        self._x = v\n        return None\n")
+    targets = find_targets(src)
+    assert [(t.qualname, t.lineno) for t in targets] == [("P.x", 3), ("P.x", 8)]
+    assert "self._x = v" in remove_body(src, targets[0]).source
+    assert "self._x = v" not in remove_body(src, targets[1]).source

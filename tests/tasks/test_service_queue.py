@@ -118,3 +118,20 @@ def test_oracle_passes_naive_fails_faults_untouched_fails_latency(sandbox, split
     report, by_name = _run(sandbox, task, {})
     assert by_name["test_latency_handler_within_budget"] != "passed"
     assert not report.all_passed
+
+
+def test_signals_reach_the_outcome_and_service_reward(sandbox) -> None:
+    from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
+    from sandgym.envs.tool_env import ToolEnv
+
+    (task,) = FAM.make("heldout", 1, 5, 1)
+    env = ToolEnv([task], reuse_sandbox=True)
+    try:
+        good = run_episode(env, OracleAgent(), task)
+        assert good.success and good.outcome.signals == {s: 1.0 for s in SIGNALS}
+        assert good.reward_components["service@v1"] == 1.0
+        bad = run_episode(env, NoopAgent(), task)
+        assert not bad.success and bad.outcome.signals["latency"] == 0.0
+        assert bad.reward_components["service@v1"] < 0.5
+    finally:
+        env.close()

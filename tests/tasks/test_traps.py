@@ -13,7 +13,7 @@ from sandgym.tasks.suites.base import Template, function_task
 from sandgym.tasks.suites.coding_basic import NUMBERS, STRINGS
 from sandgym.tasks.suites.coding_spec import PARSING
 
-TRAP_FAMILIES = ("strings", "lists", "numbers", "parsing", "class_spec", "bugfix")
+TRAP_FAMILIES = ("strings", "lists", "numbers", "parsing", "class_spec", "bugfix", "repo_fix")
 
 
 @pytest.mark.parametrize("name", TRAP_FAMILIES)

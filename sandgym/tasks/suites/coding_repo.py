@@ -11,7 +11,7 @@ import random
 import sys
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sandgym.errors import TaskError
@@ -145,6 +145,8 @@ class Repo:
     calls: Mapping[str, Callable[[random.Random], tuple[Any, ...]]]
     """Public function (module.function) -> generator of its arguments."""
     bugs: tuple[BugSite, ...]
+    traps: Mapping[str, tuple[tuple[Any, ...], ...]] = field(default_factory=dict)
+    """Public function -> edge-case inputs (empty input, unicode, ties, tiny and huge amounts) graded apart."""
 
 
 def _ledger_lines(rng: random.Random) -> tuple[list[str]]:
@@ -168,7 +170,12 @@ REPOS = (
           BugSite("stats.py", "frequencies", "counts.get(w, 0) + 1", "1", "every word is counted once at most"),
           BugSite("stats.py", "top_words", "(-freq[w], w)", "(freq[w], w)", "the least frequent words come first"),
           BugSite("report.py", "summary", "len(frequencies(text))", "len(text.split())",
-                  "the number of distinct words is wrong"))),
+                  "the number of distinct words is wrong")),
+         {"tokenize.tokenize": (("",), ("Hello, hello!",), ("ÉCOLE école?",)),
+          "stats.word_count": (("",), ("?!",)),
+          "stats.frequencies": (("",), ("a a A",)),
+          "stats.top_words": (("", 3), ("b a", 5), ("b b a a c", 2)),
+          "report.summary": (("",), ("Dog dog DOG",))}),
     Repo("ledger", ("ledger", "pennies", "bookkeeping"), LEDGER, ("parse.py", "fmt.py", "ledger.py"),
          {"parse.parse_line": lambda r: (_ledger_lines(r)[0][0],), "ledger.balance": _ledger_lines,
           "ledger.by_category": _ledger_lines, "ledger.largest_expense": _ledger_lines,
@@ -180,7 +187,12 @@ REPOS = (
           BugSite("ledger.py", "by_category", "out.get(category, 0) + cents", "cents",
                   "a category with several lines only shows its last amount"),
           BugSite("ledger.py", "largest_expense", "cents < worst_cents", "cents > worst_cents",
-                  "it returns an income category instead of the largest expense"))),
+                  "it returns an income category instead of the largest expense")),
+         {"parse.parse_line": (("2024-01-05,food,-0.05",), ("2024-01-05,rent,0.00\n",)),
+          "ledger.balance": (([],), (["2024-01-01,salary,99999999.99", "2024-01-02,food,-0.01"],)),
+          "ledger.by_category": (([],), (["2024-01-01,food,-1.00", "2024-01-02,food,1.00"],)),
+          "ledger.largest_expense": (([],), (["2024-01-01,salary,10.00"],)),
+          "fmt.format_cents": ((0,), (-5,), (123456789,))}),
 )
 
 
@@ -221,6 +233,22 @@ def _repo_tests(pkg: str, repo: Repo, rng: random.Random, per_fn: int) -> tuple[
             call = ", ".join(repr(a) for a in args)
             lines += ["", f"def test_{fn}_{i}():", f"    assert {fn}({call}) == {expected!r}", ""]
     return "\n".join(imports) + "\n\n" + "\n".join(lines).rstrip() + "\n", names
+
+
+def _repo_traps(pkg: str, repo: Repo) -> tuple[str, int]:
+    """(hidden trap file source, number of traps); expected values come from the reference package."""
+    modules = load_package(repo.key, repo.files, repo.order)
+    imports = sorted({f"from {pkg}.{q.split('.')[0]} import {q.split('.')[1]}" for q in repo.traps})
+    lines: list[str] = []
+    n = 0
+    for qual, cases in repo.traps.items():
+        mod, fn = qual.split(".")
+        for i, args in enumerate(cases):
+            expected = getattr(modules[mod], fn)(*args)
+            call = ", ".join(repr(a) for a in args)
+            lines += ["", f"def test_trap_{fn}_{i}():", f"    assert {fn}({call}) == {expected!r}", ""]
+            n += 1
+    return "\n".join(imports) + "\n\n" + "\n".join(lines).rstrip() + "\n", n
 
 
 def _failing_functions(repo: Repo, bug: BugSite, broken: Mapping[str, str], tests_rng: random.Random) -> bool:
@@ -265,12 +293,14 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
         visible = {"test_visible.py": block[0] + "\n\ndef " + keep[0]}
         prompt += " Visible tests are in the workspace (run_tests runs them)."
     prefixed = {f"{pkg}/{name}": src for name, src in repo.files.items()}
+    traps, n_traps = _repo_traps(pkg, repo)
     return coding_task(
         family="repo_fix", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
         tests={f"test_{pkg}.py": tests}, expected_tests=n_tests, reference_files=prefixed,
         files={f"{pkg}/{name}": src for name, src in broken.items()}, visible_tests=visible,
         entry_file=f"{pkg}/{bug.file}", key=f"{repo.key}-{j}", max_turns=10 + 2 * d,
         extra_metadata={"package": pkg, "function": bug.function, "regression_tests": n_tests - len(names[bug.function])},
+        traps={f"test_{pkg}_traps.py": traps}, expected_traps=n_traps,
     )
 
 

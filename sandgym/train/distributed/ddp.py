@@ -1,0 +1,182 @@
+"""Data-parallel learner: R processes (torch.distributed, gloo on CPU) share one optimiser step.
+
+Every rank holds the same adapter and optimiser state and receives the whole batch; it computes gradients on its
+shard (every R-th micro-batch), weighting each micro-batch by its share of the *global* batch, exactly as
+:func:`sandgym.train.step.learner_update` does in one process. The gradients are then summed with one
+``all_reduce`` per optimiser step (the collective DistributedDataParallel runs per bucket; done explicitly here
+because shards can hold unequal numbers of micro-batches, which would make DDP's per-backward hooks hang), so
+every rank clips and steps on identical gradients and ends with identical weights.
+
+``LearnerGroup`` runs the ranks as Ray actors for ``[distributed] learner_processes > 1``; ``spawn`` runs them as
+local processes (tests, single-node use).
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from sandgym.train.config import AlgorithmConfig, TrainConfig
+from sandgym.train.step import Sample, StepStats, _share, collate, forward_logprobs, micro_batches
+from sandgym.train.loss import policy_loss
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def init_process_group(rank: int, world: int, address: str) -> None:
+    """Join the gloo group at ``address`` (``tcp://host:port``)."""
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", init_method=address, rank=rank, world_size=world)
+
+
+def broadcast_trainable(model: torch.nn.Module, src: int = 0) -> None:
+    """Copy rank ``src``'s trainable parameters to every rank (what DDP does when it wraps a model)."""
+    for p in model.parameters():
+        if p.requires_grad:
+            dist.broadcast(p.data, src)
+
+
+def ddp_learner_update(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    samples: Sequence[Sample],
+    algo: AlgorithmConfig,
+    *,
+    pad_id: int,
+    temperature: float,
+    micro_batch: int,
+    max_grad_norm: float,
+    norm_len: int,
+) -> StepStats:
+    """This rank's part of :func:`sandgym.train.step.learner_update` on the full ``samples``; same result."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    params = [p for p in model.parameters() if p.requires_grad]
+    total_tokens = sum(sum(s.action_mask[1:]) for s in samples)
+    shard = [mb for i, mb in enumerate(micro_batches(samples, micro_batch)) if i % world == rank]
+    mbs = [collate(mb, pad_id) for mb in shard]
+    with torch.no_grad():
+        old = [forward_logprobs(model, mb, temperature) for mb in mbs] if algo.epochs > 1 else None
+        ref = None
+        if algo.beta > 0:
+            with model.disable_adapter():  # type: ignore[operator]
+                ref = [forward_logprobs(model, mb, temperature) for mb in mbs]
+    totals = torch.zeros(5, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean
+    grad_norm = 0.0
+    for _ in range(algo.epochs):
+        optimizer.zero_grad(set_to_none=False)
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        for i, mb in enumerate(mbs):
+            new = forward_logprobs(model, mb, temperature)
+            parts = policy_loss(
+                new, old[i] if old is not None else new.detach(), mb.sampling_logp, mb.advantages, mb.mask,
+                ref_logp=ref[i] if ref is not None else None, beta=algo.beta, clip_low=algo.clip_low,
+                clip_high=algo.clip_high, tis_cap=algo.tis_cap, aggregation=algo.loss_aggregation, norm_len=norm_len,
+            )
+            share = _share(mb, algo.loss_aggregation, total_tokens, len(samples))
+            (parts.loss * share).backward()
+            totals += torch.tensor([float(parts.loss.detach()), parts.pg_loss, parts.kl, parts.clip_frac,
+                                    parts.tis_mean], dtype=torch.float64) * share
+        for p in params:  # sum of the shards' gradients = the full batch's gradient
+            dist.all_reduce(p.grad)  # type: ignore[arg-type]
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+        if math.isfinite(grad_norm):
+            optimizer.step()
+    dist.all_reduce(totals)
+    t = (totals / algo.epochs).tolist()
+    return StepStats(loss=t[0], pg_loss=t[1], kl=t[2], clip_frac=t[3], tis_mean=t[4], grad_norm=grad_norm,
+                     tokens=total_tokens, sequences=len(samples))
+
+
+def spawn(world: int, fn: Callable[..., Any], *args: Any) -> None:
+    """Run ``fn(rank, world, address, *args)`` in ``world`` local processes joined in one gloo group."""
+    import torch.multiprocessing as mp
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    mp.spawn(fn, args=(world, address, *args), nprocs=world, join=True)
+
+
+class LearnerRank:
+    """One learner rank (a Ray actor): its own model and optimiser, in the gloo group of the LearnerGroup."""
+
+    def __init__(self, config: TrainConfig, adapter: str | None, pad_id: int, optimizer_state: dict[str, Any],
+                 rank: int, world: int, address: str, weights: dict[str, Any]) -> None:
+        from sandgym.train import runtime
+        from sandgym.train.distributed.ray_rollout import load_adapter_weights
+
+        torch.set_num_threads(1)
+        self.config, self.pad_id, self.rank = config, pad_id, rank
+        self.model = runtime.build_policy(config, adapter=adapter, trainable=True).model
+        load_adapter_weights(self.model, weights)
+        self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
+                                           lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+        self.optimizer.load_state_dict(optimizer_state)
+        init_process_group(rank, world, address)
+
+    def update(self, samples: list[Sample], lr: float) -> tuple[StepStats, dict[str, Any] | None]:
+        from sandgym.train.distributed.ray_rollout import adapter_weights
+
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        c = self.config
+        stats = ddp_learner_update(self.model, self.optimizer, samples, c.algorithm, pad_id=self.pad_id,
+                                   temperature=c.rollout.temperature, micro_batch=c.optim.micro_batch,
+                                   max_grad_norm=c.optim.max_grad_norm, norm_len=c.rollout.max_total_tokens)
+        return stats, adapter_weights(self.model) if self.rank == 0 else None
+
+    def optimizer_state(self) -> dict[str, Any]:
+        return self.optimizer.state_dict()
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+class LearnerGroup:
+    """``learner_processes`` ranks as Ray actors; the driver's model mirrors rank 0 after every update."""
+
+    def __init__(self, config: TrainConfig, model: Any, optimizer: Any, adapter: str | None, pad_id: int) -> None:
+        from sandgym.train.distributed.pool import import_ray
+        from sandgym.train.distributed.ray_rollout import adapter_weights
+
+        self.ray = import_ray()
+        self.model, self.optimizer = model, optimizer
+        world = config.distributed.learner_processes
+        cls = self.ray.remote(num_cpus=0)(LearnerRank)
+        host = self.ray.util.get_node_ip_address()
+        address = f"tcp://{host}:{free_port()}"
+        weights = adapter_weights(model)
+        state = optimizer.state_dict()
+        self.ranks = [cls.remote(config, adapter, pad_id, state, r, world, address, weights) for r in range(world)]
+
+    def __call__(self, samples: list[Sample], step: int) -> StepStats:
+        from sandgym.train.distributed.ray_rollout import load_adapter_weights
+
+        lr = float(self.optimizer.param_groups[0]["lr"])
+        outs = self.ray.get([r.update.remote(samples, lr) for r in self.ranks])
+        stats, weights = outs[0]
+        load_adapter_weights(self.model, weights)
+        return stats
+
+    def sync_optimizer(self) -> None:
+        """Copy rank 0's optimiser state into the driver's optimiser (before a checkpoint)."""
+        self.optimizer.load_state_dict(self.ray.get(self.ranks[0].optimizer_state.remote()))
+
+    def close(self) -> None:
+        for r in self.ranks:
+            try:
+                self.ray.get(r.close.remote(), timeout=10)
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+            self.ray.kill(r)
+
