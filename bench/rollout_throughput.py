@@ -43,6 +43,7 @@ SYSTEM = (
     '{"name":"submit","description":"Finish the episode.","parameters":{"type":"object","properties":'
     '{"answer":{"type":"string"}},"required":["answer"]}}'
 )
+SHORT_SYSTEM = "\n".join(SYSTEM.splitlines()[:3])
 TASKS = [
     "Write solution.py defining reverse_words(s: str) -> str that reverses the order of words in s.",
     "Write solution.py defining is_palindrome(s: str) -> bool, ignoring case and spaces.",
@@ -59,14 +60,14 @@ TOOL_RESULT = (
 class CodingLikeEnv(gym.Env):
     """Instant fake coding env: every turn gets a pytest-like tool result; ends after ``turns`` turns."""
 
-    def __init__(self, turns: int) -> None:
-        self.turns, self.n = turns, 0
+    def __init__(self, turns: int, system: str = SYSTEM) -> None:
+        self.turns, self.n, self.system = turns, 0, system
 
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         self.n = 0
         prompt = str((options or {})["task"])
-        return prompt, {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
-                        "system_prompt": SYSTEM, "tools": []}
+        return prompt, {"messages": [{"role": "system", "content": self.system}, {"role": "user", "content": prompt}],
+                        "system_prompt": self.system, "tools": []}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self.n += 1
@@ -94,7 +95,8 @@ def engine_run(policy: HFPolicy, batch: int, args: argparse.Namespace) -> tuple[
     rec = Recorder(policy)
     cfg = RolloutConfig(max_new_tokens=args.max_new_tokens, max_total_tokens=4096, max_turns=args.turns,
                         max_batch_size=batch, seed=args.seed, stop_strings=(), truncated_turn="continue")
-    engine = RolloutEngine(rec, lambda: CodingLikeEnv(args.turns), cfg)  # type: ignore[arg-type]
+    system = SYSTEM if args.prompt == "full" else SHORT_SYSTEM
+    engine = RolloutEngine(rec, lambda: CodingLikeEnv(args.turns, system), cfg)  # type: ignore[arg-type]
     t = time.perf_counter()
     trajs = engine.run(tasks, group_size=1)
     wall = time.perf_counter() - t
@@ -152,12 +154,14 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt", choices=["full", "short"], default="full",
+                    help="full: ~350-token system prompt with tool schemas; short: its first 3 lines (~60 tokens)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-load", action="store_true", help="skip the first-load/cached-load timing")
     ap.add_argument("--unmerged", action="store_true", help="also time the engine through the unmerged adapter")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, max_new_tokens={args.max_new_tokens}, turns={args.turns}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, max_new_tokens={args.max_new_tokens}, turns={args.turns}, prompt={args.prompt}")
     if not args.skip_load:
         first, cached = load_times()
         print(f"embedded model load: first (GGUF -> safetensors cache) {first:.1f} s, cached {cached:.1f} s")

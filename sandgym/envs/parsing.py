@@ -131,3 +131,14 @@ def parse_turn(text: str) -> ParsedTurn:
             errors.append(parsed)
     blocks = tuple(extract_code_blocks(text)) if not calls and not errors else ()
     return ParsedTurn(calls=tuple(calls), errors=tuple(errors), code_blocks=blocks)
+
+
+CODE_BLOCK_STOP = "\n```\n"
+"""Closing fence of a python block followed by a newline: the turn is over once the block is complete."""
+
+
+def stop_strings_for(code_action: str | None) -> tuple[str, ...]:
+    """Strings that end a model turn for this env setting: a finished tool call, and for code actions the
+    closing fence of the block (so a model that keeps writing after its code does not run out of tokens)."""
+    stops = ("</tool_call>",)
+    return (*stops, CODE_BLOCK_STOP) if code_action in ("python", "submit") else stops

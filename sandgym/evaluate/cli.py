@@ -29,6 +29,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--code-action", default="submit", choices=["python", "submit", "none"])
     p.add_argument("--tools", default="", help="comma-separated tool names offered (default: all)")
     p.add_argument("--trained-families", default="", help="comma-separated families the policy trained on")
+    p.add_argument("--ray-workers", type=int, default=0, help="roll out on N Ray workers (default 0: this process)")
+    p.add_argument("--ray-address", default="", help="Ray cluster to join with --ray-workers (default: start one)")
     p.set_defaults(func=_eval)
 
 
@@ -62,9 +64,14 @@ def _eval(args: argparse.Namespace) -> int:
         code_action=args.code_action,
         tools=tuple(t for t in args.tools.split(",") if t),
         trained_families=tuple(f for f in args.trained_families.split(",") if f),
+        ray_workers=args.ray_workers,
+        ray_address=args.ray_address,
     )
     from sandgym.evaluate.report import headline_rows
-    from sandgym.evaluate.run import run
+    if config.ray_workers > 0:
+        from sandgym.evaluate.distributed import run
+    else:
+        from sandgym.evaluate.run import run
 
     result = run(config)
     print("| metric | candidate | baseline | gain |")

@@ -44,6 +44,10 @@ class EvalConfig:
     trained_families: tuple[str, ...] = ()
     """Families the policy was trained on (empty: every family not marked unseen), for the transfer view."""
     batch_episodes: int = 64
+    ray_workers: int = 0
+    """Fan the (seed, task) groups out to this many Ray workers (0: roll out in this process)."""
+    ray_address: str = ""
+    """Ray cluster to join when ``ray_workers > 0`` (empty: start a local Ray instance)."""
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -57,6 +61,9 @@ class EvalConfig:
             raise ConfigError(f"temperature={self.temperature} must be > 0 (sampling is needed for pass@k)")
         if self.code_action not in ("python", "submit", "none"):
             raise ConfigError(f"code_action={self.code_action!r} is not one of 'python', 'submit', 'none'")
+        if self.ray_workers < 0 or (self.ray_address and self.ray_workers == 0):
+            raise ConfigError(f"ray_workers={self.ray_workers} (ray_address={self.ray_address!r}): use --ray-workers N "
+                              "with N >= 1 to evaluate on Ray, or 0 (and no --ray-address) for one process")
 
     @classmethod
     def with_seeds(cls, n: int, **kw: Any) -> EvalConfig:

@@ -70,6 +70,7 @@ def evaluate_policy(
 ) -> list[EpisodeRow]:
     """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl``; returns all rows."""
     from sandgym.agents.rollout import RolloutConfig, rollout
+    from sandgym.envs.parsing import stop_strings_for
     from sandgym.train.runtime import progress
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -92,6 +93,7 @@ def evaluate_policy(
                 temperature=config.temperature,
                 top_p=config.top_p,
                 seed=seed,
+                stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
             )
             by_id = {t.id: t for t in chunk}
             trajs = rollout(policy, make_env, chunk, group_size=config.samples, config=rc,

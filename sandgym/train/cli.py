@@ -10,6 +10,8 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("train", help="train a LoRA policy with GRPO-family RL from a TOML config")
     _common(p)
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
+    p.add_argument("--ray-address", metavar="ADDRESS", help="train on the Ray cluster at ADDRESS (sets "
+                   'distributed.backend="ray"; "auto" joins the local cluster)')
     p.set_defaults(func=_train)
     s = sub.add_parser("sft", help="warm-start the LoRA adapter on demonstrations (oracle or JSONL transcripts)")
     _common(s)
@@ -30,6 +32,8 @@ def _load(args: argparse.Namespace, extra: list[str] | None = None) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
+    import json
+
     from sandgym.configs import to_toml
 
     extra = []
@@ -37,6 +41,8 @@ def _train(args: argparse.Namespace) -> int:
         extra.append(f'out_dir="{args.resume}"')
         if args.config is None:
             args.config = f"{args.resume}/config.toml"
+    if args.ray_address:
+        extra += ['distributed.backend="ray"', f"distributed.address={json.dumps(args.ray_address)}"]
     config = _load(args, extra)
     if args.print_config:
         print(to_toml(config), end="")

@@ -85,6 +85,7 @@ def collect(
 ) -> list[Trajectory]:
     """Roll out ``group_size`` samples of every task; trajectories carry their group id."""
     from sandgym.agents.rollout import RolloutConfig, rollout
+    from sandgym.envs.parsing import stop_strings_for
 
     r = config.rollout
     rc = RolloutConfig(
@@ -95,6 +96,7 @@ def collect(
         top_p=r.top_p,
         seed=seed,
         policy_version=version,
+        stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
     )
     return rollout(policy, make_env, list(tasks), group_size=config.algorithm.group_size, config=rc)
 

@@ -83,3 +83,11 @@ def test_killed_worker_is_replaced_and_no_episode_is_lost_or_double_counted(tiny
     assert sorted(_accepted_ids(result.run_dir)) == _all_ids(3, 4, 4)
     assert dispatched.count(dispatched[2]) == 2  # the killed unit was dispatched again, to the replacement
     assert result.last_checkpoint is not None and result.last_checkpoint.name == "step-000003"
+
+
+def test_ray_run_with_two_data_parallel_learner_ranks(tiny_model_dir, tmp_path, ray_cluster, single):
+    cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path, **RAY, **{"distributed.learner_processes": 2}))
+    result = run(cfg)
+    rows = _assert_like_single(result, single)
+    assert all(r["losses/trained_sequences"] >= 0 for r in rows)
+    assert any(r.get("losses/grad_norm", 0) > 0 for r in rows)  # the ranks trained and the driver mirrors them
