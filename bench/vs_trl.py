@@ -170,6 +170,7 @@ def sandgym_step(state: SandgymState, step: int) -> dict[str, float]:
     cfg, policy, G = state.cfg, state.policy, state.cfg.group_size
     batch = state.prompts[step * cfg.prompts_per_step : (step + 1) * cfg.prompts_per_step]
     n_ref = len(state.ref_times)
+    c0 = time.process_time()
     t0 = time.perf_counter()
     # 1. generation: G samples of every prompt, from the merged copy (refreshed after each optimiser step)
     model = policy.generation_model()
@@ -225,6 +226,7 @@ def sandgym_step(state: SandgymState, step: int) -> dict[str, float]:
     t_ref = sum(state.ref_times[n_ref:])
     return {
         "step_s": t3 - t0,
+        "step_cpu_s": time.process_time() - c0,
         "generate_s": t1 - t0,
         "merge_s": t_merge,
         "reward_adv_s": t2 - t1,
@@ -337,6 +339,7 @@ def run_trl(cfg: BenchConfig) -> dict[str, Any]:
     class StepTimer(TrainerCallback):
         def on_step_begin(self, *_: Any, **__: Any) -> None:
             self.t = time.perf_counter()
+            self.c = time.process_time()
             self.marks = (len(gen_times), len(nograd_times), len(grad_times))
 
         def on_step_end(self, *_: Any, **__: Any) -> None:
@@ -344,6 +347,7 @@ def run_trl(cfg: BenchConfig) -> dict[str, Any]:
             steps.append(
                 {
                     "step_s": time.perf_counter() - self.t,
+                    "step_cpu_s": time.process_time() - self.c,
                     "generate_s": sum(gen_times[g:]),
                     "ref_s": sum(nograd_times[n:]),
                     "policy_fwd_s": sum(grad_times[p:]),
@@ -405,7 +409,9 @@ def report(summary: dict[str, Any]) -> str:
     sg, tr = summary.get("sandgym"), summary.get("trl")
     rows = [
         ("time per step, s (median)", "step_s", "step_s"),
+        ("  CPU time per step (user+sys, all threads), s", "step_cpu_s", "step_cpu_s"),
         ("  generation, s", "generate_s", "generate_s"),
+        ("    of which merged-copy refresh, s", "merge_s", ""),
         ("  reference pass (adapter off), s", "ref_s", "ref_s"),
         ("  policy fwd+bwd+optimizer (+rest), s", "policy_fwd_bwd_opt_s", "rest_s"),
         ("completion tokens per step", "completion_tokens", "completion_tokens"),
@@ -413,7 +419,7 @@ def report(summary: dict[str, Any]) -> str:
     lines = ["| | sandgym | TRL GRPOTrainer | sandgym / TRL |", "|---|---:|---:|---:|"]
     for label, ks, kt in rows:
         a = sg["median"].get(ks) if sg else None
-        b = tr["median"].get(kt) if tr else None
+        b = tr["median"].get(kt) if tr and kt else None
         ratio = _fmt(a / b) if a is not None and b else "-"
         spec = ".0f" if "tokens" in ks else ".2f"
         lines.append(f"| {label} | {_fmt(a, spec)} | {_fmt(b, spec)} | {ratio} |")

@@ -48,6 +48,7 @@ def build_tiny_model_dir(path: Path, seed: int = 0) -> Path:
         num_key_value_heads=2,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
+        initializer_range=0.3,  # large enough embeddings that a LoRA update can make the output distribution peaked
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.bos_token_id,

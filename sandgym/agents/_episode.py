@@ -55,6 +55,7 @@ class Episode:
         self.infra_error: str | None = None
         self.mismatch = False
         self.truncated_turns = 0
+        self.turn_rewards: list[float] = []
 
     @property
     def task_id(self) -> str:
@@ -131,6 +132,8 @@ class Episode:
 
     def after_step(self, obs: Any, reward: float, terminated: bool, truncated: bool, info: Mapping[str, Any]) -> None:
         self.reward += float(reward)
+        # per-turn credit: the step's reward plus any intermediate-state term the env reports for this turn
+        self.turn_rewards.append(float(reward) + float(info.get("turn_reward", 0.0) or 0.0))
         self.last_obs, self.last_info = str(obs), info
         new_msgs = [dict(m) for m in info.get("messages") or []]
         if not new_msgs and obs:
@@ -184,6 +187,8 @@ class Episode:
         elif self.truncation_reason and not self.terminated and not failure_mode:
             failure_mode = "budget"
         meta: dict[str, Any] = {"seed": self.seed, "truncated_turns": self.truncated_turns}
+        if any(self.turn_rewards[:-1]) and len(self.turn_rewards) == len(self.turns):
+            meta["turn_rewards"] = list(self.turn_rewards)
         if outcome is not None and hasattr(outcome, "to_dict"):
             meta["outcome"] = outcome.to_dict()
         if self.infra_error:

@@ -116,6 +116,8 @@ class ToolEnv(gym.Env[str, str]):
         self.reuse_sandbox = reuse_sandbox
         self._spare: Sandbox | None = None
         self.toolset = ToolSet(tools if tools is not None else builtin_tools())
+        # Code actions run through these built-ins even when the agent is not offered them as tools.
+        self._code_action_tools = ToolSet(builtin_tools(["python", "write_file", "submit"]))
         self.code_action: CodeAction = code_action
         if reward_config is None:
             reward_config = RewardConfig(weights=reward_weights) if reward_weights else RewardConfig()
@@ -311,13 +313,14 @@ class ToolEnv(gym.Env[str, str]):
         for call in calls:
             if ctx.submitted is not None:
                 break  # the episode ended with submit; later calls do not run
-            error = self.toolset.check(call)
+            toolset = self._code_action_tools if call.code_action else self.toolset
+            error = toolset.check(call)
             if error is not None:
                 errors.append(error)
                 continue
             if not call.code_action:
                 self._counts.tool_calls += 1
-            result = self.toolset.call(ctx, call)
+            result = toolset.call(ctx, call)
             if not result.ok:
                 self._counts.tool_errors += 1
             new.append({"role": "tool", "name": call.name, "content": result.content})

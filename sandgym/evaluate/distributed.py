@@ -36,6 +36,22 @@ class EvalUnit:
         return (self.seed, self.tasks[0].id)
 
 
+def rollout_config(config: EvalConfig, seed: int) -> Any:
+    """The ``RolloutConfig`` of :func:`sandgym.evaluate.run.evaluate_policy` (a test keeps the two equal)."""
+    from sandgym.agents.rollout import RolloutConfig
+    from sandgym.envs.parsing import stop_strings_for
+
+    return RolloutConfig(
+        max_new_tokens=config.max_new_tokens,
+        max_turns=config.max_turns,
+        max_total_tokens=config.max_total_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        seed=seed,
+        stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
+    )
+
+
 class EvalWorker:
     """One evaluation worker (a Ray actor): the policy named by ``spec`` and an environment factory."""
 
@@ -54,14 +70,11 @@ class EvalWorker:
         return True
 
     def run_unit(self, unit: EvalUnit) -> list[EpisodeRow]:
-        from sandgym.agents.rollout import RolloutConfig, rollout
+        from sandgym.agents.rollout import rollout
 
-        c = self.config
-        rc = RolloutConfig(max_new_tokens=c.max_new_tokens, max_turns=c.max_turns, max_total_tokens=c.max_total_tokens,
-                           temperature=c.temperature, top_p=c.top_p, seed=unit.seed)
         by_id = {t.id: t for t in unit.tasks}
-        trajs = rollout(self.policy, self.make_env, list(unit.tasks), group_size=c.samples, config=rc,
-                        first_group_id=unit.first_group_id)
+        trajs = rollout(self.policy, self.make_env, list(unit.tasks), group_size=self.config.samples,
+                        config=rollout_config(self.config, unit.seed), first_group_id=unit.first_group_id)
         return [EpisodeRow.from_trajectory(t, by_id[t.task_id], unit.seed) for t in trajs]
 
 
@@ -90,8 +103,12 @@ def evaluate_policy_ray(
     tasks: Sequence[Task],
     workers: int,
     on_dispatch: Callable[[int, Any, EvalUnit], None] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> list[EpisodeRow]:
-    """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl`` on ``workers`` Ray actors."""
+    """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl`` on ``workers`` Ray actors.
+
+    ``timings`` (when given) receives ``startup_s`` (actors up, policy loaded) and ``rollout_s``.
+    """
     from sandgym.train.distributed.pool import WorkerPool, import_ray
     from sandgym.train.runtime import progress
 
@@ -107,6 +124,9 @@ def evaluate_policy_ray(
         lambda slot: actor_cls.remote(spec, config), min(workers, len(units)),
         method="run_unit", key=lambda u: u.key, on_dispatch=on_dispatch,
     )
+    t0 = time.perf_counter()
+    pool.wait_ready()
+    t1 = time.perf_counter()
     pool.submit(units)
     bar = progress(total=sum(len(u.tasks) for u in units), desc=f"eval[ray] {spec}"[:40])
     try:
@@ -122,6 +142,8 @@ def evaluate_policy_ray(
     finally:
         bar.close()
         pool.shutdown()
+    if timings is not None:
+        timings.update(startup_s=t1 - t0, rollout_s=time.perf_counter() - t1)
     return read_rows(path)
 
 

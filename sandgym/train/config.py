@@ -57,6 +57,9 @@ class RolloutSettings:
     max_total_tokens: int = 2048
     temperature: float = 1.0
     top_p: float = 1.0
+    truncated_turn: Literal["end", "continue"] = "end"
+    """A turn cut by max_new_tokens: "end" the episode (flagged truncated, scored 0 as unfinished) or
+    "continue" (its text still goes to the environment)."""
     code_action: Literal["python", "submit", "none"] = "submit"
     """A fenced python block with no tool call: run it ("python"), write it to the task's file and submit
     ("submit"), or count it as a turn without a tool call ("none")."""

@@ -96,6 +96,7 @@ def collect(
         top_p=r.top_p,
         seed=seed,
         policy_version=version,
+        truncated_turn=r.truncated_turn,
         stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
     )
     return rollout(policy, make_env, list(tasks), group_size=config.algorithm.group_size, config=rc)

@@ -56,3 +56,13 @@ def test_units_are_contiguous_and_skip_done_groups():
     assert sorted(covered) == sorted(t.id for i, t in enumerate(tasks) if i != 1)
     for first, ids in got:  # group id = the first task's position: the same sampling seeds as one process
         assert [t.id for t in tasks][first : first + len(ids)] == ids
+
+
+def test_eval_cli_with_ray_workers(tmp_path, ray_cluster, capsys):
+    from sandgym.cli import main
+
+    out = tmp_path / "cli"
+    argv = ["eval", "--policy", "oracle", "--suite", "coding/strings:heldout", "--n-tasks", "2", "--samples", "1",
+            "--ray-workers", "1", "--out", str(out)]
+    assert main(argv) == 0
+    assert len(read_rows(out / "episodes.jsonl")) == 2 and (out / "metrics.json").is_file()

@@ -91,3 +91,11 @@ def test_ray_run_with_two_data_parallel_learner_ranks(tiny_model_dir, tmp_path, 
     rows = _assert_like_single(result, single)
     assert all(r["losses/trained_sequences"] >= 0 for r in rows)
     assert any(r.get("losses/grad_norm", 0) > 0 for r in rows)  # the ranks trained and the driver mirrors them
+
+
+def test_ray_run_resumes_from_its_checkpoint_with_every_episode_once(tiny_model_dir, tmp_path, ray_cluster):
+    run(load_config(None, toy_overrides(tiny_model_dir, tmp_path, **ASYNC, **{"optim.steps": 2})))
+    result = run(load_config(None, toy_overrides(tiny_model_dir, tmp_path, **ASYNC)), resume=True)
+    assert result.resumed_from == 2
+    assert [r["step"] for r in load_metrics(tmp_path)] == [1, 2, 3]
+    assert sorted(_accepted_ids(tmp_path)) == _all_ids(3, 4, 4)

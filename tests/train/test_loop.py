@@ -21,6 +21,7 @@ def toy_overrides(model_dir: Path, out: Path, **extra: object) -> list[str]:
         "rollout.max_new_tokens": 8,
         "rollout.max_turns": 1,
         "rollout.temperature": 1.0,
+        "rollout.truncated_turn": json.dumps("continue"),
         "algorithm.group_size": 4,
         "optim.lr": 0.03,
         "optim.tasks_per_step": 4,
@@ -29,6 +30,7 @@ def toy_overrides(model_dir: Path, out: Path, **extra: object) -> list[str]:
         "checkpoint.every": 4,
         "logging.tensorboard": "false",
         "domains.mix": '[{suite = "coding/strings:train", n_tasks = 4}]',
+        "rollout.env_kwargs": "{first_only = true}",
     }
     base.update({k: v for k, v in extra.items()})
     return [f"{k}={v}" for k, v in base.items()]
@@ -71,3 +73,29 @@ def test_metrics_are_namespaced_and_logged_per_step(tiny_model_dir, tmp_path):
         assert key in rows[0]
     assert (tmp_path / "run" / "config.toml").is_file()
     assert (tmp_path / "run" / "trajectories.jsonl").read_text().count("\n") >= 2
+
+
+def _first_turn_letter_share(run_dir: Path) -> float:
+    rows = [json.loads(x) for x in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    last = [r for r in rows if r["step"] > max(r["step"] for r in rows) - 3]
+    texts = [r["turns"][0]["text"] for r in last]
+    return sum(t[:1].islower() for t in texts) / len(texts)
+
+
+def test_per_step_advantages_train_and_differ_from_trajectory_mode(tiny_model_dir, tmp_path):
+    """Turn 1 is rewarded (lowercase first) only as an intermediate state and the last turn for a digit first:
+    per-step credit learns turn 1's target, trajectory credit only ever sees the final reward."""
+    shares = {}
+    for mode in ("trajectory", "per_step"):
+        extra = {
+            "algorithm.advantage_mode": json.dumps(mode),
+            "rollout.max_turns": 2,
+            "rollout.env_kwargs": '{turns = 2, intermediate = true, first_only = true, final_target = "0123456789"}',
+            "logging.sample_trajectories": 16,
+            "optim.steps": 10,
+            "checkpoint.every": 10,
+        }
+        cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path / mode, **extra))
+        run(cfg)
+        shares[mode] = _first_turn_letter_share(tmp_path / mode)
+    assert shares["per_step"] > shares["trajectory"] + 0.1, shares

@@ -13,6 +13,7 @@ local processes (tests, single-node use).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import socket
 from collections.abc import Callable, Sequence
@@ -22,8 +23,8 @@ import torch
 import torch.distributed as dist
 
 from sandgym.train.config import AlgorithmConfig, TrainConfig
-from sandgym.train.step import Sample, StepStats, _share, collate, forward_logprobs, micro_batches
 from sandgym.train.loss import policy_loss
+from sandgym.train.step import Sample, StepStats, _share, collate, forward_logprobs, micro_batches
 
 
 def free_port() -> int:
@@ -174,9 +175,7 @@ class LearnerGroup:
 
     def close(self) -> None:
         for r in self.ranks:
-            try:
+            with contextlib.suppress(Exception):  # best effort: the rank may already be gone
                 self.ray.get(r.close.remote(), timeout=10)
-            except Exception:  # noqa: BLE001 - best effort
-                pass
             self.ray.kill(r)
 

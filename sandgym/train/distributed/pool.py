@@ -8,6 +8,7 @@ never needs it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
@@ -171,10 +172,8 @@ class WorkerPool(Generic[U]):
 
     def shutdown(self) -> None:
         for actor in self.actors:
-            try:
+            with contextlib.suppress(Exception):  # already dead
                 self.ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already dead
-                pass
         self.actors = []
         self._inflight.clear()
         self._busy.clear()

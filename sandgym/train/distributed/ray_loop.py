@@ -84,6 +84,7 @@ class Ledger:
 class Counters:
     stale_dropped: int = 0
     duplicates: int = 0
+    stale_by_unit: dict[tuple[int, int], int] = field(default_factory=dict)
     per_step: dict[int, dict[int, UnitResult]] = field(default_factory=lambda: defaultdict(dict))
 
 
@@ -93,33 +94,8 @@ def run(config: TrainConfig, *, resume: bool = False, on_dispatch: DispatchHook 
 
     d = config.distributed
     ray = init_ray(d.address, num_cpus=d.num_workers + d.learner_processes)
-    run_dir = Path(config.out_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.toml").write_text(to_toml(config), encoding="utf-8")
-    torch.manual_seed(config.seed)
-    np.random.seed(config.seed)
-
-    ckpt = latest_checkpoint(run_dir) if resume else None
-    init_adapter = str(ckpt) if ckpt else runtime.initial_adapter(config, run_dir)
-    policy = runtime.build_policy(config, adapter=init_adapter, trainable=True)
+    run_dir, ckpt, init_adapter, policy, optimizer, mixer, start = _setup(config, resume)
     model = policy.model
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=config.optim.lr, weight_decay=config.optim.weight_decay
-    )
-    mixer = DomainMixer(
-        tasks=runtime.domain_tasks(config),
-        weights={runtime.domain_name(dc): dc.weight for dc in config.domains.mix},
-        weighting=config.domains.weighting,
-        total_steps=config.optim.steps,
-        seed=config.seed,
-    )
-    start = 0
-    if ckpt is not None:
-        state = load_trainer_state(ckpt)
-        optimizer.load_state_dict(state.optimizer)
-        set_rng_state(state.rng)
-        mixer.load_state_dict(state.domains)
-        start = state.step
     logger = MetricsLogger(run_dir, tensorboard=config.logging.tensorboard, keep_up_to_step=start)
     ledger = Ledger(run_dir / "rollout_ledger.jsonl", keep_before_step=start)
     learner = _make_learner(config, model, optimizer, init_adapter, int(policy.tokenizer.pad_token_id))
@@ -157,14 +133,7 @@ def run(config: TrainConfig, *, resume: bool = False, on_dispatch: DispatchHook 
             t_wait = time.perf_counter() - t0
             trajs = [t for r in results for t in r.trajectories]
             # 2. rewards -> advantages -> samples, exactly as the single-process loop
-            valid = [t for t in trajs if not t.infra_failure]
-            advantages = loop.compute_batch_advantages(valid, mixer, config)
-            keep = [
-                (t, a)
-                for t, a in zip(valid, advantages, strict=True)
-                if not (config.algorithm.skip_zero_advantage and config.algorithm.beta == 0 and abs(a) < 1e-8)
-            ]
-            samples = make_samples([t for t, _ in keep], [loop._per_token(t, a) for t, a in keep])
+            valid, samples = _samples(trajs, mixer, config)
             # 3. loss -> optimiser step
             t1 = time.perf_counter()
             runtime.set_lr(optimizer, config, step)
@@ -199,6 +168,49 @@ def run(config: TrainConfig, *, resume: bool = False, on_dispatch: DispatchHook 
     return loop.TrainResult(run_dir, config.optim.steps, last_ckpt, logger.metrics_path, start)
 
 
+def _setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | None, Any, Any, DomainMixer, int]:
+    """What the single-process loop sets up: run dir, (resumed) policy, optimiser, domain mixer, first step."""
+    run_dir = Path(config.out_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.toml").write_text(to_toml(config), encoding="utf-8")
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    ckpt = latest_checkpoint(run_dir) if resume else None
+    init_adapter = str(ckpt) if ckpt else runtime.initial_adapter(config, run_dir)
+    policy = runtime.build_policy(config, adapter=init_adapter, trainable=True)
+    optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.optim.lr,
+                                  weight_decay=config.optim.weight_decay)
+    mixer = DomainMixer(
+        tasks=runtime.domain_tasks(config),
+        weights={runtime.domain_name(dc): dc.weight for dc in config.domains.mix},
+        weighting=config.domains.weighting,
+        total_steps=config.optim.steps,
+        seed=config.seed,
+    )
+    start = 0
+    if ckpt is not None:
+        state = load_trainer_state(ckpt)
+        optimizer.load_state_dict(state.optimizer)
+        set_rng_state(state.rng)
+        mixer.load_state_dict(state.domains)
+        start = state.step
+    return run_dir, ckpt, init_adapter, policy, optimizer, mixer, start
+
+
+def _samples(trajs: list[Any], mixer: DomainMixer, config: TrainConfig) -> tuple[list[Any], list[Any]]:
+    """Infra failures dropped, group advantages, zero-advantage groups skipped: the single-process batch."""
+    from sandgym.train import loop
+
+    valid = [t for t in trajs if not t.infra_failure]
+    advantages = loop.compute_batch_advantages(valid, mixer, config)
+    keep = [
+        (t, a)
+        for t, a in zip(valid, advantages, strict=True)
+        if not (config.algorithm.skip_zero_advantage and config.algorithm.beta == 0 and abs(a) < 1e-8)
+    ]
+    return valid, make_samples([t for t, _ in keep], [loop._per_token(t, a) for t, a in keep])
+
+
 def _gather(
     pool: WorkerPool[RolloutUnit], step: int, n_units: int, max_staleness: int, ledger: Ledger, counters: Counters
 ) -> list[UnitResult]:
@@ -221,7 +233,13 @@ def _gather(
             continue
         if unit.step - result.policy_version > max_staleness:
             counters.stale_dropped += 1
+            counters.stale_by_unit[unit.key] = counters.stale_by_unit.get(unit.key, 0) + 1
             ledger.record(unit, result, "stale_dropped")
+            if counters.stale_by_unit[unit.key] > 3:
+                raise RuntimeError(
+                    f"unit {unit.key} came back from policy version {result.policy_version} four times while the "
+                    f"learner is at {unit.step}: worker {result.worker} is not receiving weights (see its log)"
+                )
             pool.submit([unit], front=True)
             continue
         ledger.record(unit, result, "accepted")

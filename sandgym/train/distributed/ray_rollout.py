@@ -88,11 +88,33 @@ def load_adapter_weights(model: Any, weights: AdapterWeights) -> None:
     from peft import set_peft_model_state_dict
 
     ref = next(model.parameters())
-    state = {k: torch.from_numpy(np.asarray(v)).to(ref.device, ref.dtype) for k, v in weights.items()}
+    state = {k: torch.from_numpy(np.array(v, copy=True)).to(ref.device, ref.dtype) for k, v in weights.items()}
     result = set_peft_model_state_dict(model, state)
     unexpected = [k for k in getattr(result, "unexpected_keys", []) if "lora_" in k]
     if unexpected:
         raise RuntimeError(f"adapter weights do not fit the worker's adapter: unexpected keys {unexpected[:3]}")
+
+
+def rollout_config(config: TrainConfig, *, seed: int, version: int) -> Any:
+    """The ``RolloutConfig`` of :func:`sandgym.train.runtime.collect` (a test keeps the two equal).
+
+    Built here because ``collect`` numbers groups from 0; a unit needs the step-wide group ids.
+    """
+    from sandgym.agents.rollout import RolloutConfig
+    from sandgym.envs.parsing import stop_strings_for
+
+    r = config.rollout
+    return RolloutConfig(
+        max_new_tokens=r.max_new_tokens,
+        max_turns=r.max_turns,
+        max_total_tokens=r.max_total_tokens,
+        temperature=r.temperature,
+        top_p=r.top_p,
+        seed=seed,
+        policy_version=version,
+        truncated_turn=r.truncated_turn,
+        stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
+    )
 
 
 class RolloutWorker:
@@ -120,18 +142,9 @@ class RolloutWorker:
         """Roll out the unit's groups with the current weights; trajectories carry ``policy_version``."""
         import dataclasses
 
-        from sandgym.agents.rollout import RolloutConfig, rollout
+        from sandgym.agents.rollout import rollout
 
-        r = self.config.rollout
-        rc = RolloutConfig(
-            max_new_tokens=r.max_new_tokens,
-            max_turns=r.max_turns,
-            max_total_tokens=r.max_total_tokens,
-            temperature=r.temperature,
-            top_p=r.top_p,
-            seed=unit.seed,
-            policy_version=self.version,
-        )
+        rc = rollout_config(self.config, seed=unit.seed, version=self.version)
         t0 = time.perf_counter()
         trajs = rollout(self.policy, self.make_env, list(unit.tasks), group_size=unit.group_size, config=rc,
                         first_group_id=unit.first_group_id)
