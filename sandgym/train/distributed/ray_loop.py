@@ -242,6 +242,9 @@ def _gather(
                 )
             pool.submit([unit], front=True)
             continue
+        if sorted(result.episode_ids) != sorted(unit.episode_ids):  # nothing lost or invented inside a unit
+            raise RuntimeError(f"unit {unit.key}: worker {result.worker} returned episodes {result.episode_ids}, "
+                               f"expected {unit.episode_ids}")
         ledger.record(unit, result, "accepted")
         counters.per_step[unit.step][unit.index] = result
     counters.per_step.pop(step)
