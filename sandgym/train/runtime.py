@@ -81,7 +81,14 @@ def env_factory(config: TrainConfig) -> Callable[[], Any]:
 
 
 def collect(
-    policy: Any, make_env: Callable[[], Any], tasks: Sequence[Task], config: TrainConfig, *, seed: int, version: int
+    policy: Any,
+    make_env: Callable[[], Any],
+    tasks: Sequence[Task],
+    config: TrainConfig,
+    *,
+    seed: int,
+    version: int,
+    first_group_id: int = 0,
 ) -> list[Trajectory]:
     """Roll out ``group_size`` samples of every task; trajectories carry their group id."""
     from sandgym.agents.rollout import RolloutConfig, rollout
@@ -99,7 +106,8 @@ def collect(
         truncated_turn=r.truncated_turn,
         stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
     )
-    return rollout(policy, make_env, list(tasks), group_size=config.algorithm.group_size, config=rc)
+    return rollout(policy, make_env, list(tasks), group_size=config.algorithm.group_size, config=rc,
+                   first_group_id=first_group_id)
 
 
 def set_lr(optimizer: Any, config: TrainConfig, step: int) -> None:

@@ -75,9 +75,20 @@ def collate(samples: Sequence[Sample], pad_id: int, device: torch.device | str =
 
 
 def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -> torch.Tensor:
-    """Log-probs [B, T-1] of the batch's targets under ``model`` (logits / temperature)."""
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
-    return token_logprobs(out.logits[:, :-1], batch.targets, temperature)
+    """Log-probs [B, T-1] of the batch's targets under ``model`` (logits / temperature).
+
+    The vocabulary projection runs only from the first position any row samples at (``logits_to_keep``), so
+    the prompt's full-vocabulary logits are never built; positions before it get log-prob 0 (they are masked).
+    """
+    n = batch.input_ids.shape[1]
+    sampled = batch.mask.any(0).nonzero()
+    start = int(sampled[0]) if len(sampled) else n - 1
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
+                logits_to_keep=n - start)
+    lp = token_logprobs(out.logits[:, :-1], batch.targets[:, start:], temperature)
+    if start == 0:
+        return lp
+    return torch.cat([lp.new_zeros((lp.shape[0], start)), lp], dim=1)
 
 
 @dataclass(frozen=True)
