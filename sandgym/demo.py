@@ -21,6 +21,7 @@ from sandgym.configs import to_dict
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.evaluate.metrics import format_p
 from sandgym.evaluate.report import write_reports
 from sandgym.train.config import TrainConfig, load_config
 
@@ -72,7 +73,7 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
         return "n/a" if not d else f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
 
     def gain(g: dict[str, Any] | None) -> str:
-        return "n/a" if not g else f"{g['diff']['value']:+.3f} [{g['diff']['low']:+.3f}, {g['diff']['high']:+.3f}] p={g['p_value']:.3g}"
+        return "n/a" if not g else f"{g['diff']['value']:+.3f} [{g['diff']['low']:+.3f}, {g['diff']['high']:+.3f}] {format_p(g['p_value'])}"
 
     lines = ["| policy | held-out, trained families | unseen families | gain vs base (trained) | pass@1 | pass^" + str(cfg.samples) + " |",
              "|---|---|---|---|---|---|"]

@@ -137,6 +137,15 @@ def sign_flip_p_value(d: np.ndarray, *, n_perm: int = 10000, seed: int = 0) -> f
     return float(np.mean(means >= observed - 1e-12))
 
 
+def format_p(p: float) -> str:
+    """A p-value for reports: ``p<0.0001`` instead of a Monte Carlo estimate of exactly 0.
+
+    >>> format_p(0.0), format_p(0.0625)
+    ('p<0.0001', 'p=0.0625')
+    """
+    return "p<0.0001" if p < 1e-4 else f"p={p:.3g}"
+
+
 def normalized_gain(candidate: float, base: float) -> float:
     """(candidate - base) / (1 - base): the share of the remaining headroom gained (nan when base is 1)."""
     return (candidate - base) / (1.0 - base) if base < 1.0 else math.nan

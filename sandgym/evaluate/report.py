@@ -8,6 +8,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+from sandgym.evaluate.metrics import format_p
+
 SECTIONS = ("Headline", "By domain", "By family", "Stability", "Transfer", "Failure modes", "Traps", "Cost",
             "Versions")
 
@@ -27,7 +29,7 @@ def headline_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         cand = m["overall"] if key == "overall" else m["transfer"][key]
         base = (b.get("overall") if key == "overall" else b.get("transfer", {}).get(key)) or {}
         gain = b.get(f"gain_{key}")
-        g = f"{_ci(gain['diff'])} (p={gain['p_value']:.3g})" if gain else "n/a"
+        g = f"{_ci(gain['diff'])} ({format_p(gain['p_value'])})" if gain else "n/a"
         rows.append((label, _ci(cand.get("completion")), _ci(base.get("completion")), g))
     return rows
 
@@ -63,7 +65,7 @@ def markdown(m: dict[str, Any]) -> str:
             if g:
                 ng = g.get("normalized_gain")
                 lines.append(f"- {key}: {g['baseline']:.3f} -> {g['candidate']:.3f}, gain {_ci(g['diff'])}, "
-                             f"normalised gain {'n/a' if ng is None else f'{ng:.3f}'}, p={g['p_value']:.3g}")
+                             f"normalised gain {'n/a' if ng is None else f'{ng:.3f}'}, {format_p(g['p_value'])}")
     lines += ["", "## Failure modes", "", "| mode | candidate | baseline |", "|---|---|---|"]
     bfm = (b or {}).get("failure_modes", {})
     for mode, share in m["failure_modes"].items():
