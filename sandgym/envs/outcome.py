@@ -55,6 +55,11 @@ class EpisodeOutcome:
     signals: dict[str, float] = field(default_factory=dict)
     """Runtime signals of tasks that declare them (e.g. ``latency``, ``lost``, ``duplicated``, ``log_errors`` of
     ``coding/service_queue``): the share of each signal's hidden tests that passed."""
+    intermediate_matched: int = 0
+    """Checkpoints (checkable intermediate states) the agent stated correctly, first claim per checkpoint; counted
+    only by ``ToolEnv(turn_rewards=True)`` (see ``sandgym.envs.intermediate``)."""
+    intermediate_expected: int = 0
+    """Checkpoints the task declares (0 when it declares none or per-turn terms are off)."""
 
     @property
     def format_errors(self) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from sandgym.envs.intermediate import TURN_TERMS, TurnTerm, run_turns
 from sandgym.envs.outcome import EpisodeOutcome
 from sandgym.errors import ConfigError
 
@@ -28,6 +29,8 @@ __all__ = [
     "GOLDEN_DIR",
     "check_golden",
     "SERVICE_SIGNALS",
+    "TURN_TERMS",
+    "INTERMEDIATE_DEFAULT_WEIGHT",
 ]
 
 RewardFn = Callable[[EpisodeOutcome, "RewardConfig"], float]
@@ -167,6 +170,24 @@ for _signal in SERVICE_SIGNALS:  # one opt-in component per signal (not weighted
     register_reward(f"service_{_signal}@v1")(_signal_reward(_signal))
 
 
+INTERMEDIATE_DEFAULT_WEIGHT = 0.2
+"""Weight of the per-turn ``intermediate@v1`` term when ``ToolEnv(turn_rewards=True)`` and the reward weights do
+not name it (it is not in the default weights: it is paid per turn, never in the final reward)."""
+
+
+@register_reward("intermediate@v1")
+def intermediate_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Episode total of the per-turn ``intermediate@v1`` term: share of the declared checkpoints stated correctly
+    (first claim per checkpoint; see ``sandgym.envs.intermediate``); 0.0 when the task declares none.
+
+    >>> intermediate_v1(EpisodeOutcome(intermediate_matched=3, intermediate_expected=4), RewardConfig())
+    0.75
+    """
+    if o.infra_failure or o.intermediate_expected <= 0:
+        return 0.0
+    return min(o.intermediate_matched, o.intermediate_expected) / o.intermediate_expected
+
+
 def compute_rewards(outcome: EpisodeOutcome, config: RewardConfig | None = None) -> tuple[float, dict[str, float]]:
     """(weighted score, every weighted reward's value by ``name@vN``). Infra failures score 0."""
     config = config or RewardConfig()
@@ -177,6 +198,28 @@ def compute_rewards(outcome: EpisodeOutcome, config: RewardConfig | None = None)
     return float(total), components
 
 
+def _check_turn_cases(path: Path, data: Mapping[str, Any], terms: Mapping[str, TurnTerm],
+                      covered: set[str]) -> list[str]:
+    """Golden cases of per-turn terms: ``"turn_cases": {name: [{"metadata", "turns", "expected"}, ...]}``."""
+    problems: list[str] = []
+    for name, cases in (data.get("turn_cases") or {}).items():
+        covered.add(name)
+        if name not in terms:
+            problems.append(f"{name} in {path.name}: per-turn term is not registered")
+            continue
+        for i, case in enumerate(cases):
+            got = run_turns(terms[name], case["turns"], case["metadata"])
+            want = [float(x) for x in case["expected"]]
+            if len(got) != len(want) or not all(
+                math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9) for g, w in zip(got, want, strict=False)
+            ):
+                problems.append(
+                    f"{name} (per-turn) changed on golden case {path.stem}[{i}]: expected {want!r}, got {got!r}; "
+                    "register the new behaviour as a new version instead of editing this one"
+                )
+    return problems
+
+
 def _load_case(path: Path) -> tuple[EpisodeOutcome, RewardConfig, dict[str, float]]:
     data: dict[str, Any] = json.loads(path.read_text())
     outcome = EpisodeOutcome.from_dict(data["outcome"])
@@ -184,22 +227,27 @@ def _load_case(path: Path) -> tuple[EpisodeOutcome, RewardConfig, dict[str, floa
     return outcome, config, {k: float(v) for k, v in data["expected"].items()}
 
 
-def check_golden(directory: Path | None = None, rewards: Mapping[str, RewardFn] | None = None) -> list[str]:
+def check_golden(directory: Path | None = None, rewards: Mapping[str, RewardFn] | None = None,
+                 turn_terms: Mapping[str, TurnTerm] | None = None) -> list[str]:
     """Recompute every golden case; return one line per problem (empty list = all rewards unchanged).
 
     A problem is a reward whose value moved (name the reward, the case, old and new value), a golden case naming
-    an unregistered reward, or a registered reward with no golden case at all.
+    an unregistered reward, or a registered reward with no golden case at all. Per-turn terms (``TURN_TERMS``) are
+    checked the same way from the cases' optional ``turn_cases``: one credit per turn of a scripted turn sequence.
     """
     directory = directory or GOLDEN_DIR
     rewards = REWARDS if rewards is None else rewards
+    turn_terms = TURN_TERMS if turn_terms is None else turn_terms
     problems: list[str] = []
     covered: set[str] = set()
+    turn_covered: set[str] = set()
     cases = sorted(directory.glob("*.json"))
     if not cases:
         return [f"no golden cases in {directory}; add JSON files with 'outcome' and 'expected'"]
     for path in cases:
         try:
             outcome, config, expected = _load_case(path)
+            problems += _check_turn_cases(path, json.loads(path.read_text()), turn_terms, turn_covered)
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(f"{path.name}: cannot load ({exc})")
             continue
@@ -216,4 +264,6 @@ def check_golden(directory: Path | None = None, rewards: Mapping[str, RewardFn] 
                 )
     for name in sorted(set(rewards) - covered):
         problems.append(f"{name} has no golden case; add one to {directory}")
+    for name in sorted(set(turn_terms) - turn_covered):
+        problems.append(f"{name} (per-turn) has no golden turn case; add 'turn_cases' to a case in {directory}")
     return problems

@@ -17,9 +17,10 @@ import gymnasium as gym
 
 from sandgym.envs.builtin_tools import builtin_tools
 from sandgym.envs.grading import Grade, grade
+from sandgym.envs.intermediate import TURN_TERMS, claim_hint, declares_checkpoints
 from sandgym.envs.outcome import EpisodeOutcome, classify_failure
 from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall, parse_turn
-from sandgym.envs.rewards import RewardConfig, compute_rewards
+from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT, REWARDS, RewardConfig, compute_rewards
 from sandgym.envs.runtime import ToolContext
 from sandgym.envs.spaces import AnyText
 from sandgym.envs.tasksource import TaskSource
@@ -73,7 +74,15 @@ class ToolEnv(gym.Env[str, str]):
             fresh one (several times faster per episode). The sandbox kills stray processes after every call,
             but a fresh sandbox per episode (the default) is the stronger guarantee against leaked state.
         system_prompt: replaces the generated system prompt (``{entry_file}``/``{domain}`` are filled in).
+        turn_rewards: score checkable intermediate states per turn (``intermediate@v1``, see
+            ``sandgym.envs.intermediate``): every step's info carries ``turn_reward`` (the weight of
+            ``intermediate@v1``, default ``INTERMEDIATE_DEFAULT_WEIGHT``, times that turn's credit), the final
+            ``reward_components`` the episode total under ``intermediate@v1``, and the system prompt of a task that
+            declares checkpoints one line on how to state them. The step reward itself never includes it. Off by
+            default: then nothing changes.
     """
+
+    TURN_TERM = "intermediate@v1"
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
     default_suite: str | None = None
@@ -99,6 +108,7 @@ class ToolEnv(gym.Env[str, str]):
         reuse_sandbox: bool = False,
         render_mode: str | None = None,
         system_prompt: str | None = None,
+        turn_rewards: bool = False,
     ) -> None:
         if code_action not in ("python", "submit", None):
             raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', None")
@@ -127,6 +137,8 @@ class ToolEnv(gym.Env[str, str]):
         self.episode_timeout_s = episode_timeout_s
         self.render_mode = render_mode
         self.custom_system_prompt = system_prompt
+        self.turn_rewards = bool(turn_rewards)
+        self._decided: dict[int, bool] = {}
         self.observation_space = AnyText()
         self.action_space = AnyText()
         self.messages: list[dict[str, Any]] = []
@@ -211,7 +223,10 @@ class ToolEnv(gym.Env[str, str]):
         self._turns = 0
         self._obs_chars = 0
         self._start = time.monotonic()
+        self._decided = {}
         system = self.system_prompt(task)
+        if self.turn_rewards and declares_checkpoints(task.metadata):
+            system += "\n" + claim_hint(task.metadata)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
         info = {
             "messages": [dict(m) for m in self.messages],
@@ -249,6 +264,8 @@ class ToolEnv(gym.Env[str, str]):
         truncation = "infra" if infra else self._budget_exhausted(ctx)
         terminated = infra is None and ctx.submitted is not None
         info: dict[str, Any] = {"tool_calls": calls, "parse_errors": errors}
+        if self.turn_rewards:
+            info["turn_reward"] = 0.0 if infra else self._turn_credit(ctx.task, action)
         reward = 0.0
         if terminated or truncation:
             if truncation and truncation != "infra":
@@ -330,6 +347,15 @@ class ToolEnv(gym.Env[str, str]):
             new.append({"role": "user", "content": "\n".join(f"Error: {e.message}" for e in errors)})
         return calls, errors
 
+    def _turn_weight(self) -> float:
+        return float(self.reward_config.weights.get(self.TURN_TERM, INTERMEDIATE_DEFAULT_WEIGHT))
+
+    def _turn_credit(self, task: Task, text: str) -> float:
+        """Weighted per-turn credit of this turn's new correct intermediate states (pure term + decided state)."""
+        credit, new = TURN_TERMS[self.TURN_TERM](text, task.metadata, self._decided)
+        self._decided.update(new)
+        return self._turn_weight() * float(credit)
+
     def _code_action_calls(self, ctx: ToolContext, code: str) -> list[ToolCall]:
         if self.code_action == "python":
             return [ToolCall("python", {"code": code}, raw=code, code_action=True)]
@@ -374,8 +400,16 @@ class ToolEnv(gym.Env[str, str]):
             submitted=ctx.submitted is not None, truncation=truncation, infra_failure=infra is not None,
             signals=dict(g.signals),
         )
+        if self.turn_rewards and declares_checkpoints(task.metadata):
+            outcome = replace(outcome, intermediate_matched=sum(self._decided.values()),
+                              intermediate_expected=len(task.metadata["checkpoints"]))
         outcome = replace(outcome, failure_mode=classify_failure(outcome))
-        reward, components = compute_rewards(outcome, self.reward_config)
+        config = self.reward_config
+        if self.TURN_TERM in config.weights:  # paid per turn (info["turn_reward"]), never in the final reward
+            config = replace(config, weights={k: v for k, v in config.weights.items() if k != self.TURN_TERM})
+        reward, components = compute_rewards(outcome, config)
+        if self.turn_rewards or self.TURN_TERM in self.reward_config.weights:
+            components[self.TURN_TERM] = float(REWARDS[self.TURN_TERM](outcome, config))
         info.update(
             reward_components=components,
             outcome=outcome,
