@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sandgym.tasks.cli",
     "sandgym.agents.cli",
     "sandgym.train.cli",
+    "sandgym.train.sweep_cli",
     "sandgym.evaluate.cli",
     "sandgym.sandbox.cli",
     "sandgym.private.cli",

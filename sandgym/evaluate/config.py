@@ -36,6 +36,8 @@ class EvalConfig:
     temperature: float = 0.7
     top_p: float = 1.0
     code_action: str = "submit"
+    truncated_turn: str = "end"
+    """A turn cut by max_new_tokens: "end" the episode (scored as unfinished) or "continue", as in training."""
     tools: tuple[str, ...] = ()
     """Tool names offered to the agent (empty: all built-in tools)."""
     sandbox: str = "local"

@@ -48,6 +48,7 @@ def rollout_config(config: EvalConfig, seed: int) -> Any:
         temperature=config.temperature,
         top_p=config.top_p,
         seed=seed,
+        truncated_turn=config.truncated_turn,
         stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
     )
 

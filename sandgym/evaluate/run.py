@@ -66,9 +66,12 @@ def env_factory(config: EvalConfig) -> Callable[[], Any]:
 
 
 def evaluate_policy(
-    policy: Any, info: PolicyInfo, config: EvalConfig, out_dir: Path, *, tasks: Sequence[Task] | None = None
+    policy: Any, info: PolicyInfo, config: EvalConfig, out_dir: Path, *, tasks: Sequence[Task] | None = None,
+    make_env: Callable[[], Any] | None = None,
 ) -> list[EpisodeRow]:
-    """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl``; returns all rows."""
+    """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl``; returns all rows.
+
+    ``make_env`` overrides the tool environment built from ``config`` (e.g. the training run's ``rollout.env``)."""
     from sandgym.agents.rollout import RolloutConfig, rollout
     from sandgym.envs.parsing import stop_strings_for
     from sandgym.train.runtime import progress
@@ -80,7 +83,7 @@ def evaluate_policy(
     todo = [(seed, t) for seed in config.seeds for t in tasks if (seed, t.id) not in done]
     bar = progress(total=len(config.seeds) * len(tasks), initial=len(config.seeds) * len(tasks) - len(todo),
                    desc=f"eval {info.spec}"[:40])
-    make_env = env_factory(config)
+    make_env = make_env or env_factory(config)
     per_batch = max(1, config.batch_episodes // config.samples)
     for seed in config.seeds:
         pending = [t for s, t in todo if s == seed]
@@ -93,6 +96,7 @@ def evaluate_policy(
                 temperature=config.temperature,
                 top_p=config.top_p,
                 seed=seed,
+                truncated_turn=config.truncated_turn,
                 stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
             )
             by_id = {t.id: t for t in chunk}

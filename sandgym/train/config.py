@@ -134,6 +134,22 @@ class SFTConfig:
 
 
 @dataclass(frozen=True)
+class EvalDuringTraining:
+    """Periodic held-out evaluation of the live policy (section ``[eval]``); writes ``RUN_DIR/eval_curve.jsonl``."""
+
+    every: int = 0
+    """Evaluate every this many steps (and before the first, after the last); 0 turns periodic evaluation off."""
+    suites: tuple[str, ...] = ()
+    """Held-out suites (empty: each training suite's ``:heldout`` split). The same fixed tasks at every step."""
+    n_tasks: int = 8
+    """Tasks drawn from each generated suite."""
+    samples: int = 2
+    """Samples per task."""
+    task_seed: int = 1
+    temperature: float = 0.7
+
+
+@dataclass(frozen=True)
 class DistributedConfig:
     """Scale-out on Ray (see docs/SCALING.md); the default ``local`` backend is the single-process loop."""
 
@@ -168,6 +184,7 @@ class TrainConfig:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    eval: EvalDuringTraining = field(default_factory=EvalDuringTraining)
 
     def __post_init__(self) -> None:
         validate(self)
@@ -208,6 +225,12 @@ def validate(c: TrainConfig) -> None:
     if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
         raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
     _validate_distributed(c.distributed, bad)
+    if c.eval.every < 0 or c.eval.n_tasks < 1 or c.eval.samples < 1 or c.eval.temperature <= 0:
+        raise bad("eval", (c.eval.every, c.eval.n_tasks, c.eval.samples, c.eval.temperature),
+                  "every >= 0 (0: off), n_tasks >= 1, samples >= 1 and temperature > 0")
+    if c.eval.every and c.distributed.backend != "local":
+        raise bad("eval.every", c.eval.every, 'periodic evaluation runs in the local loop only: use '
+                  'distributed.backend = "local", or eval.every = 0 and `sandgym eval` on the checkpoints')
 
 
 def _validate_distributed(d: DistributedConfig, bad: Any) -> None:

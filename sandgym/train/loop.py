@@ -37,6 +37,7 @@ from sandgym.train.checkpoint import (
 from sandgym.train.config import TrainConfig
 from sandgym.train.domains import DomainMixer
 from sandgym.train.logger import MetricsLogger
+from sandgym.train.periodic_eval import maybe_periodic_eval
 from sandgym.train.step import learner_update, make_samples
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,8 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
     env_factory = runtime.env_factory(config)
     last_ckpt = ckpt
 
+    if start == 0:  # the starting point (base or SFT warm start) of the held-out learning curve
+        maybe_periodic_eval(config, policy, 0, run_dir)
     progress = runtime.progress(total=config.optim.steps, initial=start, desc="train")
     for step in range(start, config.optim.steps):
         t0 = time.perf_counter()
@@ -149,6 +152,8 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
                 extra={"policy_version": step + 1},
             )
             last_ckpt = save_checkpoint(run_dir, model, state, config.checkpoint.keep_last)
+        # 6. maybe evaluate on the fixed held-out sample ([eval] every K steps -> eval_curve.jsonl)
+        maybe_periodic_eval(config, policy, step + 1, run_dir)
     progress.close()
     logger.close()
     return TrainResult(run_dir, config.optim.steps, last_ckpt, logger.metrics_path, start)

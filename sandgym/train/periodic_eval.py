@@ -1,0 +1,103 @@
+"""Periodic held-out evaluation during training (config section ``[eval]``).
+
+Before the first step (of a fresh run), every ``eval.every`` steps and after the last step, the live policy is
+rolled out on a fixed held-out sample (the same tasks each time), in the same environment as training, and one
+line is written to ``RUN_DIR/eval_curve.jsonl``::
+
+    {"step": 10, "completion": {"value", "low", "high"}, "reward": {...}, "tasks": 8, "episodes": 16,
+     "trained": {...completion...}, "unseen": {...completion...}}
+
+Episodes of each evaluation are kept in ``RUN_DIR/eval/step-NNNNNN/episodes.jsonl`` (for per-task paired
+comparisons in sweep reports). The global RNG state is restored afterwards, so turning evaluation on does not
+change what the run trains on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sandgym.train.config import TrainConfig
+
+CURVE = "eval_curve.jsonl"
+
+
+def eval_suites(config: TrainConfig) -> tuple[str, ...]:
+    """``eval.suites``, else each training suite's ``:heldout`` split (a suite without a split is used as is)."""
+    if config.eval.suites:
+        return config.eval.suites
+    out: list[str] = []
+    for d in config.domains.mix:
+        name, sep, _ = d.suite.partition(":")
+        spec = f"{name}:heldout" if sep else d.suite
+        if spec not in out:
+            out.append(spec)
+    return tuple(out)
+
+
+def eval_config(config: TrainConfig, out_dir: Path) -> Any:
+    """The :class:`~sandgym.evaluate.config.EvalConfig` of the periodic evaluation (training rollout settings)."""
+    from sandgym.evaluate.config import EvalConfig
+
+    r, e = config.rollout, config.eval
+    return EvalConfig(
+        policy="live", suites=eval_suites(config), out=str(out_dir), samples=e.samples, seeds=(0,),
+        n_tasks=e.n_tasks, task_seed=e.task_seed, difficulty=config.domains.mix[0].difficulty,
+        max_new_tokens=r.max_new_tokens, max_turns=r.max_turns, max_total_tokens=r.max_total_tokens,
+        temperature=e.temperature, top_p=r.top_p, truncated_turn=r.truncated_turn, code_action=r.code_action, tools=r.tools, sandbox=r.sandbox,
+        env_kwargs={} if r.env else dict(r.env_kwargs),
+    )
+
+
+def due(config: TrainConfig, step: int) -> bool:
+    every = config.eval.every
+    return every > 0 and (step % every == 0 or step == config.optim.steps)
+
+
+def maybe_periodic_eval(config: TrainConfig, policy: Any, step: int, run_dir: Path) -> dict[str, Any] | None:
+    """Evaluate ``policy`` when ``step`` is due; append (replacing any stale rows from ``step`` on) to the curve."""
+    if not due(config, step):
+        return None
+    from sandgym.evaluate.aggregate import split_transfer, summarize
+    from sandgym.evaluate.policies import PolicyInfo
+    from sandgym.evaluate.run import evaluate_policy, load_tasks
+    from sandgym.train.checkpoint import rng_state, set_rng_state
+    from sandgym.train.runtime import env_factory
+
+    run_dir = Path(run_dir)
+    out = run_dir / "eval" / f"step-{step:06d}"
+    shutil.rmtree(out, ignore_errors=True)  # a resumed run re-evaluates the new weights of this step
+    cfg = eval_config(config, out)
+    rng = rng_state()
+    try:
+        rows = evaluate_policy(policy, PolicyInfo(spec=f"step-{step}", kind="live", model=config.model.name), cfg,
+                               out, tasks=load_tasks(cfg), make_env=env_factory(config))
+    finally:
+        set_rng_state(rng)
+    s = summarize(rows, cfg.samples)
+    trained, unseen = split_transfer(rows, ())
+    row: dict[str, Any] = {
+        "step": step,
+        "completion": s.get("completion"),
+        "reward": s.get("reward"),
+        "tasks": s.get("tasks", 0),
+        "episodes": s.get("episodes", 0),
+        "trained": summarize(trained, cfg.samples).get("completion"),
+        "unseen": summarize(unseen, cfg.samples).get("completion"),
+    }
+    path = run_dir / CURVE
+    kept = [r for r in load_curve(run_dir) if r["step"] < step]
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*kept, row]), encoding="utf-8")
+    return row
+
+
+def load_curve(run_dir: str | Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / CURVE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+__all__ = ["CURVE", "due", "eval_config", "eval_suites", "load_curve", "maybe_periodic_eval"]
