@@ -52,17 +52,10 @@ def load_tasks(config: EvalConfig) -> list[Task]:
 
 
 def env_factory(config: EvalConfig) -> Callable[[], Any]:
-    from sandgym.envs.builtin_tools import builtin_tools
-    from sandgym.envs.tool_env import ToolEnv
+    from sandgym.envs.factory import tool_env_factory
 
-    code_action = None if config.code_action == "none" else config.code_action
-    tools = list(config.tools) or None
-
-    def make() -> Any:
-        return ToolEnv(tasks=[], backend=config.sandbox, code_action=code_action, max_turns=config.max_turns,
-                       tools=builtin_tools(tools) if tools else None, **config.env_kwargs)
-
-    return make
+    return tool_env_factory(backend=config.sandbox, code_action=config.code_action, tools=config.tools,
+                            max_turns=config.max_turns, env_kwargs=config.env_kwargs)
 
 
 def evaluate_policy(

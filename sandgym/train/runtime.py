@@ -67,17 +67,10 @@ def env_factory(config: TrainConfig) -> Callable[[], Any]:
         import gymnasium
 
         return lambda: gymnasium.make(r.env, disable_env_checker=True, **r.env_kwargs)
-    from sandgym.envs.builtin_tools import builtin_tools
-    from sandgym.envs.tool_env import ToolEnv
+    from sandgym.envs.factory import tool_env_factory
 
-    code_action = None if r.code_action == "none" else r.code_action
-    tools = list(r.tools) or None
-
-    def make() -> Any:
-        return ToolEnv(tasks=[], backend=r.sandbox, code_action=code_action, max_turns=r.max_turns,
-                       tools=builtin_tools(tools) if tools else None, **r.env_kwargs)
-
-    return make
+    return tool_env_factory(backend=r.sandbox, code_action=r.code_action, tools=r.tools, max_turns=r.max_turns,
+                            env_kwargs=r.env_kwargs)
 
 
 def collect(
