@@ -106,6 +106,18 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
     return table + "\n\n" + verdict, metrics
 
 
+def check_same_config(out: Path, config: TrainConfig) -> None:
+    """A re-run resumes the finished stages of ``out``; refuse when they were made with another config."""
+    from sandgym.configs import to_toml
+    from sandgym.errors import ConfigError
+
+    stamp = out / "demo_config.toml"
+    text = to_toml(config)
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") != text:
+        raise ConfigError(f"{out} holds a demo run of a different config ({stamp}); remove {out} or pass --out NEW_DIR")
+    stamp.write_text(text, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sandgym.demo", description=__doc__)
     ap.add_argument("--config", default=str(QUICKSTART))
@@ -120,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     timings: dict[str, float] = {}
 
     config = load_config(args.config, [*args.overrides, f'out_dir="{out / "train"}"'])
+    check_same_config(out, config)
     t = time.perf_counter()
     from sandgym.agents.models import ensure_embedded_model, is_embedded
 
@@ -162,4 +175,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sandgym.errors import SandgymError
+
+    try:
+        sys.exit(main())
+    except SandgymError as exc:
+        print(f"sandgym demo: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -37,3 +37,17 @@ def test_attribution_table_and_verdict(tmp_path):
     rows["sft_rl"] = rows["sft"]
     text, _ = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
     assert "not established" in text
+
+
+def test_rerun_with_another_config_is_refused(tmp_path):
+    import pytest
+
+    from sandgym.demo import check_same_config
+    from sandgym.errors import ConfigError
+
+    cfg = load_config("examples/quickstart.toml")
+    check_same_config(tmp_path, cfg)
+    check_same_config(tmp_path, cfg)  # same config: resumes
+    other = load_config("examples/quickstart.toml", ["optim.steps=3"])
+    with pytest.raises(ConfigError, match="different config"):
+        check_same_config(tmp_path, other)
