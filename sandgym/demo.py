@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sandgym.demo", description=__doc__)
     ap.add_argument("--config", default=str(QUICKSTART))
     ap.add_argument("--out", default="runs/demo")
-    ap.add_argument("--n-tasks", type=int, default=8, help="held-out tasks per suite")
+    ap.add_argument("--n-tasks", type=int, default=16, help="held-out tasks per suite")
     ap.add_argument("--samples", type=int, default=4)
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
