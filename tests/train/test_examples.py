@@ -23,3 +23,8 @@ def test_config_errors_name_file_key_and_fix(tmp_path):
     bad.write_text("[optim]\nsteps = 'ten'\n")
     with pytest.raises(Exception, match="optim.steps"):
         load_config(bad)
+
+
+def test_per_step_advantages_are_refused_on_ray():
+    with pytest.raises(Exception, match="single-process loop only"):
+        load_config(None, ['algorithm.advantage_mode="per_step"', 'distributed.backend="ray"'])
