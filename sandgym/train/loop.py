@@ -56,24 +56,20 @@ class TrainResult:
     resumed_from: int
 
 
-def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
-    """Train per ``config``; with ``resume`` continue from the run directory's latest checkpoint."""
-    if config.distributed.backend == "ray":  # rollout workers on Ray (sandgym/train/distributed/)
-        from sandgym.train.distributed.ray_loop import run as run_on_ray
-
-        return run_on_ray(config, resume=resume)
+def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | None, Any, Any, DomainMixer, int]:
+    """Run dir + resolved config, policy (resumed adapter, warm start or fresh LoRA), optimiser, domain mixer and
+    the first step; shared by the single-process and the Ray loops."""
     run_dir = Path(config.out_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.toml").write_text(to_toml(config), encoding="utf-8")
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
-
     ckpt = latest_checkpoint(run_dir) if resume else None
     init_adapter = str(ckpt) if ckpt else runtime.initial_adapter(config, run_dir)
     policy = runtime.build_policy(config, adapter=init_adapter, trainable=True)
-    model = policy.model
     optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=config.optim.lr, weight_decay=config.optim.weight_decay
+        [p for p in policy.model.parameters() if p.requires_grad], lr=config.optim.lr,
+        weight_decay=config.optim.weight_decay,
     )
     mixer = DomainMixer(
         tasks=runtime.domain_tasks(config),
@@ -90,6 +86,17 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         mixer.load_state_dict(state.domains)
         start = state.step
         log.info("resumed from %s (step %d)", ckpt, start)
+    return run_dir, ckpt, init_adapter, policy, optimizer, mixer, start
+
+
+def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
+    """Train per ``config``; with ``resume`` continue from the run directory's latest checkpoint."""
+    if config.distributed.backend == "ray":  # rollout workers on Ray (sandgym/train/distributed/)
+        from sandgym.train.distributed.ray_loop import run as run_on_ray
+
+        return run_on_ray(config, resume=resume)
+    run_dir, ckpt, _, policy, optimizer, mixer, start = setup(config, resume)
+    model = policy.model
     logger = MetricsLogger(run_dir, tensorboard=config.logging.tensorboard, keep_up_to_step=start)
     env_factory = runtime.env_factory(config)
     last_ckpt = ckpt

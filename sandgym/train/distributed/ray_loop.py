@@ -26,17 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from sandgym.configs import to_toml
 from sandgym.train import runtime
 from sandgym.train.checkpoint import (
     TrainerState,
-    latest_checkpoint,
-    load_trainer_state,
     rng_state,
     save_checkpoint,
-    set_rng_state,
 )
 from sandgym.train.config import TrainConfig
 from sandgym.train.distributed.pool import WorkerPool, init_ray
@@ -169,33 +164,10 @@ def run(config: TrainConfig, *, resume: bool = False, on_dispatch: DispatchHook 
 
 
 def _setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | None, Any, Any, DomainMixer, int]:
-    """What the single-process loop sets up: run dir, (resumed) policy, optimiser, domain mixer, first step."""
-    run_dir = Path(config.out_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.toml").write_text(to_toml(config), encoding="utf-8")
-    torch.manual_seed(config.seed)
-    np.random.seed(config.seed)
-    ckpt = latest_checkpoint(run_dir) if resume else None
-    init_adapter = str(ckpt) if ckpt else runtime.initial_adapter(config, run_dir)
-    policy = runtime.build_policy(config, adapter=init_adapter, trainable=True)
-    optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.optim.lr,
-                                  weight_decay=config.optim.weight_decay)
-    mixer = DomainMixer(
-        tasks=runtime.domain_tasks(config),
-        weights={runtime.domain_name(dc): dc.weight for dc in config.domains.mix},
-        weighting=config.domains.weighting,
-        total_steps=config.optim.steps,
-        seed=config.seed,
-    )
-    start = 0
-    if ckpt is not None:
-        state = load_trainer_state(ckpt)
-        optimizer.load_state_dict(state.optimizer)
-        set_rng_state(state.rng)
-        mixer.load_state_dict(state.domains)
-        start = state.step
-    return run_dir, ckpt, init_adapter, policy, optimizer, mixer, start
+    """What the single-process loop sets up (the same function)."""
+    from sandgym.train.loop import setup
 
+    return setup(config, resume)
 
 def _samples(trajs: list[Any], mixer: DomainMixer, config: TrainConfig) -> tuple[list[Any], list[Any]]:
     """Infra failures dropped, group advantages, zero-advantage groups skipped: the single-process batch."""
