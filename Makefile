@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml Makefile
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check sandgym tests bench examples
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 demo: $(STAMP)

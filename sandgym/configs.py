@@ -83,11 +83,11 @@ def from_dict(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
 def _convert(tp: Any, value: Any, path: str) -> Any:
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
-        args = [a for a in get_args(tp) if a is not type(None)]
+        members = [a for a in get_args(tp) if a is not type(None)]
         if value is None:
             return None
         errors = []
-        for a in args:
+        for a in members:
             try:
                 return _convert(a, value, path)
             except ConfigError as e:

@@ -7,7 +7,7 @@ Each speaks only through the environment's text interface (``<tool_call>`` JSON)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,7 +28,7 @@ def call(name: str, **arguments: Any) -> str:
 class ScriptedAgent(Protocol):
     def reset(self, task: Task) -> None: ...
 
-    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+    def act(self, observation: str, info: Mapping[str, Any]) -> str: ...
 
 
 class _PlanAgent:
@@ -45,7 +45,7 @@ class _PlanAgent:
         self._plan = self.plan(task) or [call("submit", answer="done")]
         self._i = 0
 
-    def act(self, observation: str, info: dict[str, Any]) -> str:
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
         turn = self._plan[min(self._i, len(self._plan) - 1)]
         self._i += 1
         return turn
@@ -111,7 +111,7 @@ class RandomAgent:
     def reset(self, task: Task) -> None:
         self._task, self._turn = task, 0
 
-    def act(self, observation: str, info: dict[str, Any]) -> str:
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
         self._turn += 1
         if self._turn > 1 and self.rng.random() < self.submit_prob:
             return call("submit", answer=str(int(self.rng.integers(100))))

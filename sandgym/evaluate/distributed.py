@@ -36,23 +36,6 @@ class EvalUnit:
         return (self.seed, self.tasks[0].id)
 
 
-def rollout_config(config: EvalConfig, seed: int) -> Any:
-    """The ``RolloutConfig`` of :func:`sandgym.evaluate.run.evaluate_policy` (a test keeps the two equal)."""
-    from sandgym.agents.rollout import RolloutConfig
-    from sandgym.envs.parsing import stop_strings_for
-
-    return RolloutConfig(
-        max_new_tokens=config.max_new_tokens,
-        max_turns=config.max_turns,
-        max_total_tokens=config.max_total_tokens,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        seed=seed,
-        truncated_turn=config.truncated_turn,
-        stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
-    )
-
-
 class EvalWorker:
     """One evaluation worker (a Ray actor): the policy named by ``spec`` and an environment factory."""
 
@@ -72,6 +55,7 @@ class EvalWorker:
 
     def run_unit(self, unit: EvalUnit) -> list[EpisodeRow]:
         from sandgym.agents.rollout import rollout
+        from sandgym.evaluate.run import rollout_config
 
         by_id = {t.id: t for t in unit.tasks}
         trajs = rollout(self.policy, self.make_env, list(unit.tasks), group_size=self.config.samples,

@@ -75,20 +75,20 @@ def bootstrap_ci(
     ``clusters[i]`` are the per-episode values of task i; the statistic defaults to the mean of all values.
     Resampling tasks rather than episodes keeps the interval honest when samples of one task are correlated.
     """
-    clusters = [np.asarray(c, dtype=float) for c in clusters if len(c)]
-    if not clusters:
+    arrays = [np.asarray(c, dtype=float) for c in clusters if len(c)]
+    if not arrays:
         return Interval(float("nan"), float("nan"), float("nan"))
     stat = statistic or (lambda x: float(np.mean(x)))
-    point = stat(np.concatenate(clusters))
+    point = stat(np.concatenate(arrays))
     rng = np.random.default_rng(seed)
-    m = len(clusters)
-    sums = np.array([c.sum() for c in clusters])
-    lens = np.array([len(c) for c in clusters])
+    m = len(arrays)
+    sums = np.array([c.sum() for c in arrays])
+    lens = np.array([len(c) for c in arrays])
     idx = rng.integers(0, m, size=(n_boot, m))
     if statistic is None:  # fast path for the mean
         boots = sums[idx].sum(1) / lens[idx].sum(1)
     else:
-        boots = np.array([stat(np.concatenate([clusters[j] for j in row])) for row in idx])
+        boots = np.array([stat(np.concatenate([arrays[j] for j in row])) for row in idx])
     low, high = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
     return Interval(float(point), float(low), float(high))
 

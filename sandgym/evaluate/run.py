@@ -58,6 +58,23 @@ def env_factory(config: EvalConfig) -> Callable[[], Any]:
                             max_turns=config.max_turns, env_kwargs=config.env_kwargs)
 
 
+def rollout_config(config: EvalConfig, seed: int) -> Any:
+    """The ``RolloutConfig`` of evaluation rollouts (local and Ray workers alike) for sampling seed ``seed``."""
+    from sandgym.agents.rollout import RolloutConfig
+    from sandgym.envs.parsing import stop_strings_for
+
+    return RolloutConfig(
+        max_new_tokens=config.max_new_tokens,
+        max_turns=config.max_turns,
+        max_total_tokens=config.max_total_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        seed=seed,
+        truncated_turn=config.truncated_turn,
+        stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
+    )
+
+
 def evaluate_policy(
     policy: Any, info: PolicyInfo, config: EvalConfig, out_dir: Path, *, tasks: Sequence[Task] | None = None,
     make_env: Callable[[], Any] | None = None,
@@ -65,8 +82,7 @@ def evaluate_policy(
     """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl``; returns all rows.
 
     ``make_env`` overrides the tool environment built from ``config`` (e.g. the training run's ``rollout.env``)."""
-    from sandgym.agents.rollout import RolloutConfig, rollout
-    from sandgym.envs.parsing import stop_strings_for
+    from sandgym.agents.rollout import rollout
     from sandgym.train.runtime import progress
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,16 +98,7 @@ def evaluate_policy(
         pending = [t for s, t in todo if s == seed]
         for i in range(0, len(pending), per_batch):
             chunk = pending[i : i + per_batch]
-            rc = RolloutConfig(
-                max_new_tokens=config.max_new_tokens,
-                max_turns=config.max_turns,
-                max_total_tokens=config.max_total_tokens,
-                temperature=config.temperature,
-                top_p=config.top_p,
-                seed=seed,
-                truncated_turn=config.truncated_turn,
-                stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
-            )
+            rc = rollout_config(config, seed)
             by_id = {t.id: t for t in chunk}
             trajs = rollout(policy, make_env, chunk, group_size=config.samples, config=rc,
                             first_group_id=_group_base(seed, tasks, chunk[0]))

@@ -73,6 +73,25 @@ def env_factory(config: TrainConfig) -> Callable[[], Any]:
                             env_kwargs=r.env_kwargs)
 
 
+def rollout_config(config: TrainConfig, *, seed: int, version: int) -> Any:
+    """The ``RolloutConfig`` of training rollouts (``[rollout]`` plus the step's seed and policy version)."""
+    from sandgym.agents.rollout import RolloutConfig
+    from sandgym.envs.parsing import stop_strings_for
+
+    r = config.rollout
+    return RolloutConfig(
+        max_new_tokens=r.max_new_tokens,
+        max_turns=r.max_turns,
+        max_total_tokens=r.max_total_tokens,
+        temperature=r.temperature,
+        top_p=r.top_p,
+        seed=seed,
+        policy_version=version,
+        truncated_turn=r.truncated_turn,
+        stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
+    )
+
+
 def collect(
     policy: Any,
     make_env: Callable[[], Any],
@@ -84,21 +103,9 @@ def collect(
     first_group_id: int = 0,
 ) -> list[Trajectory]:
     """Roll out ``group_size`` samples of every task; trajectories carry their group id."""
-    from sandgym.agents.rollout import RolloutConfig, rollout
-    from sandgym.envs.parsing import stop_strings_for
+    from sandgym.agents.rollout import rollout
 
-    r = config.rollout
-    rc = RolloutConfig(
-        max_new_tokens=r.max_new_tokens,
-        max_turns=r.max_turns,
-        max_total_tokens=r.max_total_tokens,
-        temperature=r.temperature,
-        top_p=r.top_p,
-        seed=seed,
-        policy_version=version,
-        truncated_turn=r.truncated_turn,
-        stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
-    )
+    rc = rollout_config(config, seed=seed, version=version)
     return rollout(policy, make_env, list(tasks), group_size=config.algorithm.group_size, config=rc,
                    first_group_id=first_group_id)
 

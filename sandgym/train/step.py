@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -110,6 +111,20 @@ def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]
         yield list(ordered[i : i + size])
 
 
+@dataclass(frozen=True)
+class Shard:
+    """One rank's part of a data-parallel update (see :mod:`sandgym.train.distributed.ddp`).
+
+    The rank computes gradients on micro-batches ``i`` with ``i % world == rank``, each weighted by its share of the
+    *global* batch; ``all_reduce`` (an in-place sum across ranks, e.g. ``torch.distributed.all_reduce``) then adds
+    the shards' gradients and statistics, so every rank steps on the full batch's gradient.
+    """
+
+    rank: int
+    world: int
+    all_reduce: Callable[[torch.Tensor], Any]
+
+
 def learner_update(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -122,18 +137,23 @@ def learner_update(
     max_grad_norm: float,
     norm_len: int,
     device: torch.device | str = "cpu",
+    shard: Shard | None = None,
 ) -> StepStats:
     """``algo.epochs`` optimiser passes over ``samples``; returns averaged statistics.
 
     Each micro-batch's loss is scaled by its share of the batch's sampled tokens (or sequences), so the summed
-    gradient equals the gradient of the loss aggregated over the whole batch.
+    gradient equals the gradient of the loss aggregated over the whole batch. With ``shard``, this rank's part of
+    that sum is computed and the parts are added with ``shard.all_reduce`` (same result as one process).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     total_tokens = sum(sum(s.action_mask[1:]) for s in samples)
-    mbs = [collate(mb, pad_id, device) for mb in micro_batches(samples, micro_batch)]
+    parts_of_batch = list(micro_batches(samples, micro_batch))
+    if shard is not None:
+        parts_of_batch = [mb for i, mb in enumerate(parts_of_batch) if i % shard.world == shard.rank]
+    mbs = [collate(mb, pad_id, device) for mb in parts_of_batch]
     old = _old_logprobs(model, mbs, temperature) if algo.epochs > 1 else None
     ref = _ref_logprobs(model, mbs, temperature) if algo.beta > 0 else None
-    totals = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "tis_mean": 0.0}
+    totals = torch.zeros(5, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean
     grad_norm = 0.0
     for _ in range(algo.epochs):
         optimizer.zero_grad(set_to_none=True)
@@ -155,22 +175,21 @@ def learner_update(
             )
             share = _share(mb, algo.loss_aggregation, total_tokens, len(samples))
             (parts.loss * share).backward()
-            for k in totals:
-                totals[k] += float(getattr(parts, k) if k != "loss" else parts.loss.detach()) * share
+            totals += share * torch.tensor([float(parts.loss.detach()), parts.pg_loss, parts.kl, parts.clip_frac,
+                                            parts.tis_mean], dtype=torch.float64)
+        if shard is not None:  # sum of the shards' gradients = the full batch's gradient (a rank may hold none)
+            for p in params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                shard.all_reduce(p.grad)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
         if math.isfinite(grad_norm):
             optimizer.step()
-    n = algo.epochs
-    return StepStats(
-        loss=totals["loss"] / n,
-        pg_loss=totals["pg_loss"] / n,
-        kl=totals["kl"] / n,
-        clip_frac=totals["clip_frac"] / n,
-        tis_mean=totals["tis_mean"] / n,
-        grad_norm=grad_norm,
-        tokens=total_tokens,
-        sequences=len(samples),
-    )
+    if shard is not None:
+        shard.all_reduce(totals)
+    t = (totals / algo.epochs).tolist()
+    return StepStats(loss=t[0], pg_loss=t[1], kl=t[2], clip_frac=t[3], tis_mean=t[4], grad_norm=grad_norm,
+                     tokens=total_tokens, sequences=len(samples))
 
 
 def _share(mb: Batch, aggregation: str, total_tokens: int, total_seqs: int) -> float:
@@ -187,6 +206,7 @@ def _old_logprobs(model: torch.nn.Module, mbs: Sequence[Batch], temperature: flo
 @torch.no_grad()
 def _ref_logprobs(model: torch.nn.Module, mbs: Sequence[Batch], temperature: float) -> list[torch.Tensor]:
     """Reference log-probs: the same model with the LoRA adapter disabled (no second copy in memory)."""
-    ctx = model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext()
+    disable = getattr(model, "disable_adapter", None)
+    ctx = disable() if callable(disable) else contextlib.nullcontext()
     with ctx:
         return [forward_logprobs(model, mb, temperature) for mb in mbs]

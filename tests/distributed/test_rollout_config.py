@@ -1,4 +1,4 @@
-"""Ray workers sample with exactly the rollout settings of the single-process paths (guards against drift)."""
+"""Training and evaluation rollouts (local and Ray workers share these builders) sample with the configured settings."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from typing import Any
 import pytest
 
 import sandgym.agents.rollout as rollout_mod
-from sandgym.evaluate import distributed as eval_dist
+from sandgym.envs.parsing import stop_strings_for
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.policies import PolicyInfo
-from sandgym.evaluate.run import evaluate_policy, load_tasks
+from sandgym.evaluate.run import evaluate_policy, load_tasks, rollout_config
 from sandgym.train import runtime
 from sandgym.train.config import load_config
-from sandgym.train.distributed.ray_rollout import rollout_config
 
 
 @pytest.fixture
@@ -30,15 +29,22 @@ def captured(monkeypatch) -> list[Any]:
 
 
 @pytest.mark.parametrize("code_action", ["submit", "python", "none"])
-def test_training_worker_config_equals_collect(captured, code_action):
-    cfg = load_config(None, [f"rollout.code_action={json.dumps(code_action)}", "rollout.temperature=0.7"])
+def test_training_rollouts_use_the_rollout_section(captured, code_action):
+    cfg = load_config(None, [f"rollout.code_action={json.dumps(code_action)}", "rollout.temperature=0.7",
+                             "rollout.max_new_tokens=77"])
     runtime.collect(None, lambda: None, [], cfg, seed=11, version=3)
-    assert captured == [rollout_config(cfg, seed=11, version=3)]
+    (rc,) = captured
+    assert rc == runtime.rollout_config(cfg, seed=11, version=3)
+    assert (rc.seed, rc.policy_version, rc.temperature, rc.max_new_tokens) == (11, 3, 0.7, 77)
+    assert rc.stop_strings == stop_strings_for(None if code_action == "none" else code_action)
 
 
 @pytest.mark.parametrize("code_action", ["submit", "python", "none"])
-def test_eval_worker_config_equals_evaluate_policy(captured, code_action, tmp_path):
+def test_eval_rollouts_use_the_eval_config(captured, code_action, tmp_path):
     cfg = EvalConfig(policy="oracle", suites=("coding/strings:heldout",), n_tasks=1, samples=1, seeds=(4,),
                      code_action=code_action, max_new_tokens=33)
     evaluate_policy(None, PolicyInfo("oracle", "scripted", "oracle"), cfg, tmp_path, tasks=load_tasks(cfg))
-    assert captured == [eval_dist.rollout_config(cfg, 4)]
+    (rc,) = captured
+    assert rc == rollout_config(cfg, 4)
+    assert (rc.seed, rc.max_new_tokens, rc.temperature) == (4, 33, cfg.temperature)
+    assert rc.stop_strings == stop_strings_for(None if code_action == "none" else code_action)

@@ -14,7 +14,6 @@ local processes (tests, single-node use).
 from __future__ import annotations
 
 import contextlib
-import math
 import socket
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,8 +22,7 @@ import torch
 import torch.distributed as dist
 
 from sandgym.train.config import AlgorithmConfig, TrainConfig
-from sandgym.train.loss import policy_loss
-from sandgym.train.step import Sample, StepStats, _share, collate, forward_logprobs, micro_batches
+from sandgym.train.step import Sample, Shard, StepStats, learner_update
 
 
 def free_port() -> int:
@@ -59,44 +57,9 @@ def ddp_learner_update(
     norm_len: int,
 ) -> StepStats:
     """This rank's part of :func:`sandgym.train.step.learner_update` on the full ``samples``; same result."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    params = [p for p in model.parameters() if p.requires_grad]
-    total_tokens = sum(sum(s.action_mask[1:]) for s in samples)
-    shard = [mb for i, mb in enumerate(micro_batches(samples, micro_batch)) if i % world == rank]
-    mbs = [collate(mb, pad_id) for mb in shard]
-    with torch.no_grad():
-        old = [forward_logprobs(model, mb, temperature) for mb in mbs] if algo.epochs > 1 else None
-        ref = None
-        if algo.beta > 0:
-            with model.disable_adapter():  # type: ignore[operator]
-                ref = [forward_logprobs(model, mb, temperature) for mb in mbs]
-    totals = torch.zeros(5, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean
-    grad_norm = 0.0
-    for _ in range(algo.epochs):
-        optimizer.zero_grad(set_to_none=False)
-        for p in params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-        for i, mb in enumerate(mbs):
-            new = forward_logprobs(model, mb, temperature)
-            parts = policy_loss(
-                new, old[i] if old is not None else new.detach(), mb.sampling_logp, mb.advantages, mb.mask,
-                ref_logp=ref[i] if ref is not None else None, beta=algo.beta, clip_low=algo.clip_low,
-                clip_high=algo.clip_high, tis_cap=algo.tis_cap, aggregation=algo.loss_aggregation, norm_len=norm_len,
-            )
-            share = _share(mb, algo.loss_aggregation, total_tokens, len(samples))
-            (parts.loss * share).backward()
-            totals += torch.tensor([float(parts.loss.detach()), parts.pg_loss, parts.kl, parts.clip_frac,
-                                    parts.tis_mean], dtype=torch.float64) * share
-        for p in params:  # sum of the shards' gradients = the full batch's gradient
-            dist.all_reduce(p.grad)  # type: ignore[arg-type]
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
-        if math.isfinite(grad_norm):
-            optimizer.step()
-    dist.all_reduce(totals)
-    t = (totals / algo.epochs).tolist()
-    return StepStats(loss=t[0], pg_loss=t[1], kl=t[2], clip_frac=t[3], tis_mean=t[4], grad_norm=grad_norm,
-                     tokens=total_tokens, sequences=len(samples))
+    shard = Shard(dist.get_rank(), dist.get_world_size(), dist.all_reduce)
+    return learner_update(model, optimizer, samples, algo, pad_id=pad_id, temperature=temperature,
+                          micro_batch=micro_batch, max_grad_norm=max_grad_norm, norm_len=norm_len, shard=shard)
 
 
 def spawn(world: int, fn: Callable[..., Any], *args: Any) -> None:

@@ -95,28 +95,6 @@ def load_adapter_weights(model: Any, weights: AdapterWeights) -> None:
         raise RuntimeError(f"adapter weights do not fit the worker's adapter: unexpected keys {unexpected[:3]}")
 
 
-def rollout_config(config: TrainConfig, *, seed: int, version: int) -> Any:
-    """The ``RolloutConfig`` of :func:`sandgym.train.runtime.collect` (a test keeps the two equal).
-
-    Built here because ``collect`` numbers groups from 0; a unit needs the step-wide group ids.
-    """
-    from sandgym.agents.rollout import RolloutConfig
-    from sandgym.envs.parsing import stop_strings_for
-
-    r = config.rollout
-    return RolloutConfig(
-        max_new_tokens=r.max_new_tokens,
-        max_turns=r.max_turns,
-        max_total_tokens=r.max_total_tokens,
-        temperature=r.temperature,
-        top_p=r.top_p,
-        seed=seed,
-        policy_version=version,
-        truncated_turn=r.truncated_turn,
-        stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
-    )
-
-
 class RolloutWorker:
     """One rollout worker (wrapped with ``ray.remote`` by :func:`rollout_actor_class`)."""
 
@@ -143,8 +121,9 @@ class RolloutWorker:
         import dataclasses
 
         from sandgym.agents.rollout import rollout
+        from sandgym.train import runtime
 
-        rc = rollout_config(self.config, seed=unit.seed, version=self.version)
+        rc = runtime.rollout_config(self.config, seed=unit.seed, version=self.version)
         t0 = time.perf_counter()
         trajs = rollout(self.policy, self.make_env, list(unit.tasks), group_size=unit.group_size, config=rc,
                         first_group_id=unit.first_group_id)
