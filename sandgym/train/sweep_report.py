@@ -164,6 +164,8 @@ def sweep_metrics(out: Path) -> dict[str, Any]:
         else:
             fc = [[d["final_completion"]] for d in seeds.values() if d.get("final_completion") is not None]
             v["final_completion"] = bootstrap_ci(fc).to_json() if fc else None
+        starts = {s: d["per_task_start"] for s, d in seeds.items() if "per_task_start" in d}
+        v["start_completion"] = hierarchical_ci(starts).to_json() if starts and len(starts) == len(seeds) else None
         v["gain_over_start"] = gain_over_start(seeds)
         for split in ("trained", "unseen"):
             vals = [d[split] for d in seeds.values() if d.get(split) is not None]
@@ -198,14 +200,17 @@ def markdown(m: dict[str, Any]) -> str:
         lines += [f"**{len(failed)} run(s) FAILED** (see the Runs table); their variants' numbers cover fewer seeds.", ""]
     lines += ["## Final metrics per variant", "",
               f"95% bootstrap intervals. Training reward: mean of the last {FINAL_STEPS} steps, resampled over seeds. "
-              "Held-out completion: last periodic evaluation, resampled over seeds then tasks. Gain over step 0: "
-              "final minus before-training completion of the same runs, paired by seed/task (what training added "
-              "to the starting point).", "",
-              "| variant | seeds | failed | final training reward | final held-out completion | gain over step 0 |",
-              "|---|---|---|---|---|---|"]
+              "Held-out completion: periodic evaluation at step 0 (the starting point: the base model, or the "
+              "SFT warm start when `init = \"sft\"`) and at the last step, resampled over seeds then tasks. Gain "
+              "over step 0: final minus step-0 completion of the same runs, paired by seed/task (what training "
+              "added to the starting point).", "",
+              "| variant | seeds | failed | final training reward | held-out completion at step 0 | "
+              "final held-out completion | gain over step 0 |",
+              "|---|---|---|---|---|---|---|"]
     for name, v in variants.items():
         lines.append(f"| {name} | {len(v['seeds'])} | {v['failed']} | {_ci(v['final_reward'])} | "
-                     f"{_ci(v['final_completion'])} | {_cmp(v['gain_over_start'])} |")
+                     f"{_ci(v.get('start_completion'))} | {_ci(v['final_completion'])} | "
+                     f"{_cmp(v['gain_over_start'])} |")
     lines += ["", "## Paired comparisons", ""]
     if m["comparisons"]:
         lines += ["Variant minus the first variant on the same seeds (training reward) and the same seed/task pairs "

@@ -15,7 +15,7 @@ from sandgym.train.config import load_config
 from sandgym.train.loop import run
 from sandgym.train.periodic_eval import load_curve
 from sandgym.train.sweep import parse_vary, plan, run_sweep
-from sandgym.train.sweep_report import compare_variants, hierarchical_ci
+from sandgym.train.sweep_report import _ci, compare_variants, hierarchical_ci
 from tests.train.test_loop import toy_overrides
 
 torch.set_num_threads(1)
@@ -85,7 +85,12 @@ def test_sweep_2x2_completes_resumes_only_the_missing_run_and_reports_every_run(
     assert metrics["comparisons"]["algorithm.name-rloo"]["reward"]["n_pairs"] == 2
     assert metrics["comparisons"]["algorithm.name-rloo"]["completion_paired_by"] == "seed/task"
     assert metrics["comparisons"]["algorithm.name-rloo"]["completion"]["n_pairs"] == 4  # 2 seeds x 2 tasks
-    assert metrics["variants"]["algorithm.name-grpo"]["gain_over_start"]["n_pairs"] == 4
+    grpo = metrics["variants"]["algorithm.name-grpo"]
+    assert grpo["gain_over_start"]["n_pairs"] == 4
+    start, final = grpo["start_completion"], grpo["final_completion"]
+    assert start["low"] <= start["value"] <= start["high"]
+    assert grpo["gain_over_start"]["diff"]["value"] == pytest.approx(final["value"] - start["value"])
+    assert f"| {_ci(start)} | {_ci(final)} |" in md
 
     # interruption: one run lost its final checkpoint; re-running redoes that run only
     victim = Path(runs[1]["out_dir"])
