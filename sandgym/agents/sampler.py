@@ -75,7 +75,8 @@ def sample_batch(
     pad_token_id: int = 0,
     on_done: Callable[[int, SampledRow], None] | None = None,
 ) -> list[SampledRow]:
-    """Sample a continuation of every prompt (left-padded into one batch, decoded with a KV cache).
+    """Sample a continuation of every prompt (left-padded into one batch, decoded with a KV cache; identical
+    prompts are prefilled once).
 
     Rows leave the batch when they emit a stop token, contain a stop string (``decode`` needed) or reach their
     ``max_new_tokens`` (``0`` returns an empty, truncated row at once).
@@ -99,11 +100,14 @@ def sample_batch(
     if not active:
         return [r for r in results if r is not None]
 
-    width = max(len(prompts[i]) for i in active)
-    ids = torch.full((len(active), width), pad_token_id, dtype=torch.long)
-    mask = torch.zeros((len(active), width), dtype=torch.long)
-    for r, i in enumerate(active):
-        p = list(prompts[i])
+    # Rows with the same prompt (a GRPO group, several evaluation samples of a task) share one prefill: the
+    # distinct prompts run through the model once and their KV cache is repeated for every row that uses them.
+    distinct: dict[tuple[int, ...], int] = {}
+    owner = [distinct.setdefault(tuple(prompts[i]), len(distinct)) for i in active]
+    width = max(len(p) for p in distinct)
+    ids = torch.full((len(distinct), width), pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(distinct), width), dtype=torch.long)
+    for r, p in enumerate(distinct):
         ids[r, width - len(p):] = torch.tensor(p, dtype=torch.long)
         mask[r, width - len(p):] = 1
     ids, mask = ids.to(device), mask.to(device)
@@ -111,12 +115,16 @@ def sample_batch(
     cache = DynamicCache(config=getattr(model, "config", None))
     ckw = _cache_kwarg(model)
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1, **{ckw: cache})
+    logits = out.logits[:, -1, :]
+    if len(distinct) < len(active):
+        rows = torch.tensor(owner, dtype=torch.long, device=device)
+        cache.batch_select_indices(rows)
+        mask, pos, logits = mask[rows], pos[rows], logits[rows]
     last_pos = pos[:, -1]
     stop_strings = tuple(stop_strings) if decode is not None else ()
 
     while True:
-        logits = out.logits[:, -1, :].float()
-        tok, lp = _sample(logits, temperature, top_p, [generators[i] for i in active])
+        tok, lp = _sample(logits.float(), temperature, top_p, [generators[i] for i in active])
         tok_l, lp_l = tok.tolist(), lp.tolist()
         keep: list[int] = []
         for r, i in enumerate(active):
@@ -140,6 +148,7 @@ def sample_batch(
         mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=1)
         last_pos = last_pos + 1
         out = model(input_ids=tok[:, None], attention_mask=mask, position_ids=last_pos[:, None], use_cache=True, **{ckw: cache})
+        logits = out.logits[:, -1, :]
     return [r for r in results if r is not None]
 
 

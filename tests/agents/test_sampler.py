@@ -1,0 +1,45 @@
+"""The batched sampler: rows with the same prompt share one prefill and sample exactly as if run alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from sandgym.agents.sampler import sample_batch
+from tests.conftest import build_tiny_model
+
+
+@pytest.fixture(scope="module")
+def model(tiny_tokenizer: Any) -> Any:
+    return build_tiny_model(tiny_tokenizer, stop_pull=2.0)
+
+
+def _sample(model: Any, prompts: list[list[int]], seeds: list[int], eos: int) -> list[Any]:
+    return sample_batch(model, prompts, max_new_tokens=[12] * len(prompts),
+                        generators=[torch.Generator().manual_seed(s) for s in seeds],
+                        stop_token_ids=frozenset({eos}), pad_token_id=0)
+
+
+def test_shared_prompts_prefill_once_and_sample_as_if_alone(model: Any, tiny_tokenizer: Any) -> None:
+    eos = tiny_tokenizer.eos_token_id
+    a = tiny_tokenizer.encode("def add(a, b):\n    return")
+    b = tiny_tokenizer.encode("The quick brown fox jumps over the lazy dog and then")
+    prompts = [a, b, a, a, b, a]
+    seeds = [11, 12, 13, 14, 15, 16]
+    prefill_rows: list[int] = []
+    hook = model.register_forward_pre_hook(
+        lambda _m, _args, kw: prefill_rows.append(kw["input_ids"].shape[0]) if kw["input_ids"].shape[1] > 1 else None,
+        with_kwargs=True)
+    try:
+        batched = _sample(model, prompts, seeds, eos)
+    finally:
+        hook.remove()
+    assert prefill_rows == [2]  # one prefill over the two distinct prompts, not six
+    for i, (p, s) in enumerate(zip(prompts, seeds, strict=True)):
+        (alone,) = _sample(model, [p], [s], eos)
+        assert batched[i].token_ids == alone.token_ids, i
+        assert batched[i].logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+        assert (batched[i].truncated, batched[i].ended) == (alone.truncated, alone.ended)
+    assert len({r.token_ids for r in batched}) > 2  # rows sharing a prompt still sample independently
