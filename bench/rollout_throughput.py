@@ -1,6 +1,6 @@
 """Rollout engine throughput vs plain batched ``model.generate``, and the embedded model's load times.
 
-Multi-turn coding-like episodes (a ~350-token system+task prompt, tool results of ~40 tokens, 3 model turns of at
+Multi-turn coding-like episodes (a ~350-token system+task prompt, tool results of ~70 tokens, 3 model turns of at
 most ``--max-new-tokens``) with the embedded SmolLM2-135M + a fresh LoRA adapter (sampled from the merged copy).
 Turns cut by the token budget continue (``truncated_turn='continue'``) so every episode has ``--turns`` turns.
 The baseline replays every generation round of the engine (the same prompts, batch size and token budget) through

@@ -142,7 +142,7 @@ class Episode:
         if terminated or truncated or info.get("infra_failure"):
             self.terminated = bool(terminated)
             self.final_info = info
-            self.infra_error = "env reported infra_failure" if info.get("infra_failure") else None
+            self.infra_error = str(info.get("error") or "env reported infra_failure") if info.get("infra_failure") else None
             reason = None
             if truncated:
                 outcome = info.get("outcome")

@@ -86,6 +86,8 @@ class ToolEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
     default_suite: str | None = None
+    DOMAIN_DESCRIPTIONS: Mapping[str, str] = DOMAIN_DESCRIPTIONS
+    """First line of the generated system prompt per task domain (a subclass may replace it)."""
     description: str = ""
 
     def __init__(
@@ -178,7 +180,7 @@ class ToolEnv(gym.Env[str, str]):
             return self.custom_system_prompt.format(
                 entry_file=task.metadata.get("entry_file", "solution.py"), domain=task.domain
             )
-        domain = DOMAIN_DESCRIPTIONS.get(task.domain, "You are an agent working in a sandboxed workspace.")
+        domain = self.DOMAIN_DESCRIPTIONS.get(task.domain, "You are an agent working in a sandboxed workspace.")
         lines = [
             domain,
             "Act by calling tools. Write each call on its own line as",

@@ -28,6 +28,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--code-action", default="submit", choices=["python", "submit", "none"])
     p.add_argument("--tools", default="", help="comma-separated tool names offered (default: all)")
+    p.add_argument("--sandbox", default="local", choices=["local", "e2b", "auto"],
+                   help="sandbox backend (default local; auto = E2B when E2B_API_KEY is set)")
     p.add_argument("--trained-families", default="", help="comma-separated families the policy trained on")
     p.add_argument("--ray-workers", type=int, default=0, help="roll out on N Ray workers (default 0: this process)")
     p.add_argument("--ray-address", default="", help="Ray cluster to join with --ray-workers (default: start one)")
@@ -64,6 +66,7 @@ def _eval(args: argparse.Namespace) -> int:
         code_action=args.code_action,
         tools=tuple(t for t in args.tools.split(",") if t),
         trained_families=tuple(f for f in args.trained_families.split(",") if f),
+        sandbox=args.sandbox,
         ray_workers=args.ray_workers,
         ray_address=args.ray_address,
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.configs import to_dict
+from sandgym.errors import SandboxError
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows
@@ -102,6 +103,11 @@ def evaluate_policy(
             by_id = {t.id: t for t in chunk}
             trajs = rollout(policy, make_env, chunk, group_size=config.samples, config=rc,
                             first_group_id=_group_base(seed, tasks, chunk[0]))
+            if trajs and all(t.infra_failure for t in trajs):  # a broken sandbox: stop now, not after every task
+                bar.close()
+                raise SandboxError(f"every episode of an evaluation batch failed in the {config.sandbox!r} sandbox; "
+                                   f"first error: {trajs[0].metadata.get('infra_error', 'unknown')}. Check it with "
+                                   f"`sandgym sandbox check --backend {config.sandbox}`")
             append_rows(path, [EpisodeRow.from_trajectory(t, by_id[t.task_id], seed) for t in trajs])
             bar.update(len(chunk))
     bar.close()

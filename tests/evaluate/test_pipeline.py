@@ -73,3 +73,13 @@ def test_eval_cli_errors_are_clear(tmp_path, capsys):
 def test_metrics_json_is_machine_readable(oracle_vs_noop):
     data = json.loads((oracle_vs_noop.out_dir / "metrics.json").read_text())
     assert {"overall", "by_domain", "by_family", "transfer", "stability", "failure_modes", "cost"} <= set(data)
+
+
+def test_broken_sandbox_stops_the_evaluation_with_its_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
+    argv = ["eval", "--policy", "oracle", "--suite", SUITES[0], "--n-tasks", "2", "--samples", "1",
+            "--sandbox", "e2b", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "'e2b' sandbox" in err and "E2B_API_KEY" in err and "sandgym sandbox check --backend e2b" in err
+    assert not (tmp_path / "metrics.json").exists()  # no report of zeros that hides the cause
