@@ -225,9 +225,6 @@ def validate(c: TrainConfig) -> None:
     if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
         raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
     _validate_distributed(c.distributed, bad)
-    if c.algorithm.advantage_mode == "per_step" and c.distributed.backend != "local":
-        raise bad("algorithm.advantage_mode", "per_step",
-                  'per-step advantages run in the single-process loop only; use distributed.backend = "local"')
     if c.eval.every < 0 or c.eval.n_tasks < 1 or c.eval.samples < 1 or c.eval.temperature <= 0:
         raise bad("eval", (c.eval.every, c.eval.n_tasks, c.eval.samples, c.eval.temperature),
                   "every >= 0 (0: off), n_tasks >= 1, samples >= 1 and temperature > 0")

@@ -38,7 +38,7 @@ from sandgym.train.config import TrainConfig
 from sandgym.train.domains import DomainMixer
 from sandgym.train.logger import MetricsLogger
 from sandgym.train.periodic_eval import maybe_periodic_eval
-from sandgym.train.step import learner_update, make_samples
+from sandgym.train.step import Sample, learner_update, make_samples
 
 log = logging.getLogger(__name__)
 
@@ -111,15 +111,8 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
         trajs = runtime.collect(policy, env_factory, tasks, config, seed=config.seed * 100_003 + step, version=step)
         t_roll = time.perf_counter() - t0
         # 2. rewards -> per-domain normalisation -> group advantages (infra failures dropped, never scored)
-        valid = [t for t in trajs if not t.infra_failure]
-        token_adv = token_advantages(valid, mixer, config)
-        # 3. loss -> optimiser step (groups with no reward spread carry no gradient when beta = 0)
-        keep = [
-            (t, a)
-            for t, a in zip(valid, token_adv, strict=True)
-            if not (config.algorithm.skip_zero_advantage and config.algorithm.beta == 0 and max(map(abs, a), default=0) < 1e-8)
-        ]
-        samples = make_samples([t for t, _ in keep], [a for _, a in keep])
+        valid, samples = batch_samples(trajs, mixer, config)
+        # 3. loss -> optimiser step
         runtime.set_lr(optimizer, config, step)
         stats = None
         if samples:
@@ -164,6 +157,20 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
     progress.close()
     logger.close()
     return TrainResult(run_dir, config.optim.steps, last_ckpt, logger.metrics_path, start)
+
+
+def batch_samples(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> tuple[list[Trajectory], list[Sample]]:
+    """The learner's batch from one step's trajectories (the single-process and the Ray loops alike).
+
+    Infra failures are dropped (never scored); the rest get per-token advantages (``token_advantages``); with
+    ``beta = 0`` and ``skip_zero_advantage``, trajectories whose advantages are all zero (a group with no reward
+    spread) carry no gradient and are left out. Returns (the valid trajectories, the samples to train on).
+    """
+    valid = [t for t in trajs if not t.infra_failure]
+    skip = config.algorithm.skip_zero_advantage and config.algorithm.beta == 0
+    keep = [(t, a) for t, a in zip(valid, token_advantages(valid, mixer, config), strict=True)
+            if not (skip and max(map(abs, a), default=0.0) < 1e-8)]
+    return valid, make_samples([t for t, _ in keep], [a for _, a in keep])
 
 
 def compute_batch_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> list[float]:

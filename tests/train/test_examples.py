@@ -25,6 +25,6 @@ def test_config_errors_name_file_key_and_fix(tmp_path):
         load_config(bad)
 
 
-def test_per_step_advantages_are_refused_on_ray():
-    with pytest.raises(Exception, match="single-process loop only"):
-        load_config(None, ['algorithm.advantage_mode="per_step"', 'distributed.backend="ray"'])
+def test_per_step_advantages_are_accepted_on_ray():
+    cfg = load_config(None, ['algorithm.advantage_mode="per_step"', 'distributed.backend="ray"'])
+    assert (cfg.algorithm.advantage_mode, cfg.distributed.backend) == ("per_step", "ray")

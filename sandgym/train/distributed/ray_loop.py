@@ -44,7 +44,7 @@ from sandgym.train.distributed.ray_rollout import (
 )
 from sandgym.train.domains import DomainMixer
 from sandgym.train.logger import MetricsLogger
-from sandgym.train.step import learner_update, make_samples
+from sandgym.train.step import learner_update
 
 log = logging.getLogger(__name__)
 
@@ -170,17 +170,10 @@ def _setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | 
     return setup(config, resume)
 
 def _samples(trajs: list[Any], mixer: DomainMixer, config: TrainConfig) -> tuple[list[Any], list[Any]]:
-    """Infra failures dropped, group advantages, zero-advantage groups skipped: the single-process batch."""
+    """The single-process loop's batch (same function): infra failures dropped, advantages, zero groups skipped."""
     from sandgym.train import loop
 
-    valid = [t for t in trajs if not t.infra_failure]
-    advantages = loop.compute_batch_advantages(valid, mixer, config)
-    keep = [
-        (t, a)
-        for t, a in zip(valid, advantages, strict=True)
-        if not (config.algorithm.skip_zero_advantage and config.algorithm.beta == 0 and abs(a) < 1e-8)
-    ]
-    return valid, make_samples([t for t, _ in keep], [loop._per_token(t, a) for t, a in keep])
+    return loop.batch_samples(trajs, mixer, config)
 
 
 def _gather(
