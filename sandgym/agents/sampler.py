@@ -113,7 +113,7 @@ def sample_batch(
     ids, mask = ids.to(device), mask.to(device)
     pos = (mask.cumsum(-1) - 1).clamp_(min=0)
     cache = DynamicCache(config=getattr(model, "config", None))
-    ckw = _cache_kwarg(model)
+    ckw = cache_kwarg(model)
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1, **{ckw: cache})
     logits = out.logits[:, -1, :]
     if len(distinct) < len(active):
@@ -152,7 +152,7 @@ def sample_batch(
     return [r for r in results if r is not None]
 
 
-def _cache_kwarg(model: Any) -> str:
+def cache_kwarg(model: Any) -> str:
     """transformers >= 5.2x names the KV cache argument ``cache``; older versions ``past_key_values``."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"

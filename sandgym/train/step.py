@@ -49,6 +49,27 @@ class Batch:
     mask: torch.Tensor
     sampling_logp: torch.Tensor
     advantages: torch.Tensor
+    shared_prefix: int = 0
+    """Leading tokens identical in every row and before any sampled token (the group's prompt, or at least the
+    system prompt): :func:`forward_logprobs` runs them once for the whole micro-batch."""
+
+
+def shared_prefix(samples: Sequence[Sample]) -> int:
+    """Length of the longest common prefix of the rows' tokens that ends at or before the first sampled token."""
+    limit = min(first_sampled(s) for s in samples)
+    ref = samples[0].token_ids
+    for s in samples[1:]:
+        ids = s.token_ids
+        k = 0
+        while k < limit and ids[k] == ref[k]:
+            k += 1
+        limit = k
+    return limit
+
+
+def first_sampled(s: Sample) -> int:
+    """Position of the first token the model sampled (the prompt is everything before it)."""
+    return s.action_mask.index(1) if 1 in s.action_mask else len(s.token_ids)
 
 
 def collate(samples: Sequence[Sample], pad_id: int, device: torch.device | str = "cpu") -> Batch:
@@ -72,7 +93,12 @@ def collate(samples: Sequence[Sample], pad_id: int, device: torch.device | str =
         mask=mask[:, 1:].to(device),
         sampling_logp=slp[:, 1:].to(device),
         advantages=adv[:, 1:].to(device),
+        shared_prefix=shared_prefix(samples) if len(samples) > 1 else 0,
     )
+
+
+MIN_SHARED_PREFIX = 16
+"""Shorter common prefixes are not worth the extra forward call."""
 
 
 def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -> torch.Tensor:
@@ -80,16 +106,44 @@ def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -
 
     The vocabulary projection runs only from the first position any row samples at (``logits_to_keep``), so
     the prompt's full-vocabulary logits are never built; positions before it get log-prob 0 (they are masked).
+    A prefix shared by every row (``batch.shared_prefix``: a GRPO group's prompt) runs through the model once and
+    its KV cache serves every row; gradients flow through it as through separate copies.
     """
-    n = batch.input_ids.shape[1]
+    b, n = batch.input_ids.shape
     sampled = batch.mask.any(0).nonzero()
     start = int(sampled[0]) if len(sampled) else n - 1
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
-                logits_to_keep=n - start)
-    lp = token_logprobs(out.logits[:, :-1], batch.targets[:, start:], temperature)
+    if b > 1 and batch.shared_prefix >= MIN_SHARED_PREFIX:
+        logits = _logits_after_shared_prefix(model, batch, start)
+    else:
+        out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
+                    logits_to_keep=n - start)
+        logits = out.logits[:, :-1]
+    lp = token_logprobs(logits, batch.targets[:, start:], temperature)
     if start == 0:
         return lp
     return torch.cat([lp.new_zeros((lp.shape[0], start)), lp], dim=1)
+
+
+def _logits_after_shared_prefix(model: torch.nn.Module, batch: Batch, start: int) -> torch.Tensor:
+    """Logits [B, T-1-start, V] of positions ``start..T-2``: the shared prefix once (batch 1), its KV cache repeated
+    for every row, then each row's remaining tokens on top of it."""
+    from transformers import DynamicCache
+
+    from sandgym.agents.sampler import cache_kwarg
+
+    (b, n), k = batch.input_ids.shape, batch.shared_prefix
+    cache = DynamicCache(config=getattr(model, "config", None))
+    ckw = cache_kwarg(model)
+    head = model(input_ids=batch.input_ids[:1, :k], attention_mask=batch.attention_mask[:1, :k], use_cache=True,
+                 logits_to_keep=1, **{ckw: cache})
+    cache.batch_repeat_interleave(b)
+    pos = torch.arange(k, n, device=batch.input_ids.device).expand(b, -1)
+    tail = model(input_ids=batch.input_ids[:, k:], attention_mask=batch.attention_mask, position_ids=pos,
+                 use_cache=True, logits_to_keep=n - max(start, k), **{ckw: cache})
+    logits = tail.logits[:, :-1]
+    if start < k:  # the prefix's last position predicts the first sampled token (start == k - 1)
+        logits = torch.cat([head.logits[:, -1:].expand(b, -1, -1), logits], dim=1)
+    return logits
 
 
 @dataclass(frozen=True)
@@ -105,8 +159,9 @@ class StepStats:
 
 
 def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
-    # Sort by length so padding is small; order does not change the summed gradient.
-    ordered = sorted(samples, key=lambda s: len(s.token_ids))
+    # Rows with the same prompt side by side (their shared prefix runs once), then by length so padding is small;
+    # the order does not change the summed gradient.
+    ordered = sorted(samples, key=lambda s: (s.token_ids[: first_sampled(s)], len(s.token_ids)))
     for i in range(0, len(ordered), size):
         yield list(ordered[i : i + size])
 

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 
@@ -68,3 +70,57 @@ def test_masked_tokens_get_no_gradient_through_the_model(policy):
 def test_multiple_epochs_clip(policy):
     stats = _update(policy, AlgorithmConfig(epochs=3, clip_low=0.01, clip_high=0.01))
     assert stats.clip_frac > 0
+
+
+def _group(shared: int, first: int):
+    """Rows with the same first ``shared`` tokens, sampling from position ``first`` on, of different lengths."""
+    g = torch.Generator().manual_seed(0)
+    rows = []
+    for i, extra in enumerate((0, 5, 9, 3)):
+        head = tuple(range(10, 10 + shared))
+        rest = tuple(int(x) for x in torch.randint(10, 200, (first - shared + 12 + extra,), generator=g))
+        ids = head + rest
+        mask = tuple([0] * first + [1] * (len(ids) - first))
+        adv = tuple(float((-1) ** i) * m for m in mask)
+        rows.append(Sample(ids, mask, tuple(-0.5 * m for m in mask), adv))
+    return rows
+
+
+@pytest.mark.parametrize(("shared", "first"), [(24, 30), (24, 24), (20, 40)])
+def test_shared_prefix_runs_once_and_matches_the_full_forward(policy, shared, first):
+    from sandgym.train.step import collate, forward_logprobs
+
+    model = policy.model
+    with torch.no_grad():  # a non-zero adapter, so gradients reach lora_A too
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05, generator=torch.Generator().manual_seed(len(n)))
+    batch = collate(_group(shared, first), pad_id=0)
+    assert batch.shared_prefix == shared
+    prefill_rows = []
+    hook = model.get_base_model().register_forward_pre_hook(
+        lambda _m, _a, kw: prefill_rows.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    results = []
+    for b in (batch, dataclasses.replace(batch, shared_prefix=0)):
+        model.zero_grad()
+        lp = forward_logprobs(model, b, temperature=0.9)
+        (lp * b.mask * b.advantages).sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        results.append((lp.detach(), grads))
+    hook.remove()
+    n = batch.input_ids.shape[1]
+    assert prefill_rows == [(1, shared), (4, n - shared), (4, n)]  # shared: the prefix once, then the rest
+    (lp_s, g_s), (lp_f, g_f) = results
+    torch.testing.assert_close(lp_s * batch.mask, lp_f * batch.mask, atol=1e-5, rtol=1e-4)
+    assert any(g.abs().sum() > 0 for g in g_f.values())
+    for name in g_f:  # the same gradient up to float summation order
+        assert (g_s[name] - g_f[name]).norm() <= 1e-4 * g_f[name].norm() + 1e-8, name
+
+
+def test_groups_share_a_micro_batch_and_their_prompt():
+    from sandgym.train.step import micro_batches, shared_prefix
+
+    a, b = _group(24, 30), [dataclasses.replace(s, token_ids=(7,) + s.token_ids[1:]) for s in _group(24, 30)]
+    mbs = list(micro_batches([a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]], 4))
+    assert [shared_prefix(mb) for mb in mbs] == [24, 24]
+    assert {frozenset(map(id, mb)) for mb in mbs} == {frozenset(map(id, a)), frozenset(map(id, b))}
