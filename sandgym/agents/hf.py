@@ -19,7 +19,7 @@ import torch
 from sandgym.agents.models import EMBEDDED_MODEL, resolve_model
 from sandgym.agents.policy import Generation, GenerationRequest, OnDone, SamplingParams
 from sandgym.agents.prompting import ChatFormat, PromptConfig
-from sandgym.agents.sampler import SampledRow, sample_batch
+from sandgym.agents.sampler import PastKV, SampledRow, reusable_cache, sample_batch
 from sandgym.errors import ConfigError, ModelNotAvailableError
 
 _ATTN_MLP = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -132,6 +132,8 @@ class HFPolicy:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
+        self._kv: dict[int, _EpisodeKV] = {}
+        self._kv_supported: bool | None = None
         self._format = ChatFormat(tokenizer, prompt_config)
         self.has_adapter = adapter is not None or lora is not None
         if adapter is not None:
@@ -166,11 +168,31 @@ class HFPolicy:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    kv_reuse_mb: int = 2048
+    """Memory for keeping each running episode's KV cache between its turns, so a turn prefills only the tokens
+    added since the last one (0 turns it off; episodes beyond the budget re-prefill their whole history)."""
+
     def start_episode(self, key: int, task: Any) -> None:
-        return None
+        self._kv.pop(key, None)
 
     def end_episode(self, key: int) -> None:
-        return None
+        self._kv.pop(key, None)
+
+    def _take_past(self, r: GenerationRequest, version: tuple[int, ...]) -> PastKV | None:
+        """The episode's cache from its last turn, if it still describes a prefix of this prompt and these weights."""
+        entry = self._kv.pop(r.key, None)
+        if entry is None or entry.version != version or len(r.token_ids) <= len(entry.token_ids):
+            return None
+        if tuple(r.token_ids[: len(entry.token_ids)]) != entry.token_ids:
+            return None
+        return entry.kv
+
+    def _keep_past(self, r: GenerationRequest, row: SampledRow, version: tuple[int, ...]) -> None:
+        if row.kv is None:
+            return
+        used = sum(e.kv.nbytes for e in self._kv.values())
+        if used + row.kv.nbytes <= self.kv_reuse_mb * 2**20:
+            self._kv[r.key] = _EpisodeKV(tuple(r.token_ids) + row.token_ids[:-1], row.kv, version)
 
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: SamplingParams, on_done: OnDone | None = None
@@ -180,11 +202,19 @@ class HFPolicy:
             return []
         gens = [r.generator if r.generator is not None else torch.Generator().manual_seed(r.seed or 0) for r in requests]
 
+        model = self.generation_model()
+        if self._kv_supported is None:
+            self._kv_supported = reusable_cache(model)
+        reuse = self.kv_reuse_mb > 0 and bool(self._kv_supported)
+        version = self._weights_version()
+        pasts = [self._take_past(r, version) if reuse else None for r in requests]
+
         def done(i: int, row: SampledRow) -> None:
+            if reuse:
+                self._keep_past(requests[i], row, version)
             if on_done is not None:
                 on_done(i, self._to_generation(row))
 
-        model = self.generation_model()
         was_training = model.training
         model.eval()
         try:
@@ -200,6 +230,8 @@ class HFPolicy:
                 decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=False),
                 pad_token_id=int(self.tokenizer.pad_token_id),
                 on_done=done,
+                past=pasts,
+                keep_kv=reuse,
             )
         finally:
             model.train(was_training)
@@ -220,7 +252,7 @@ class HFPolicy:
         if not self.merge_for_generation:
             return self.model
         layers = self._lora_layers()
-        fingerprint = tuple(p._version for _, m in layers for p in _lora_params(m))
+        fingerprint = self._weights_version()
         if self._gen_model is None:
             self._gen_model = self._build_plain_copy()
             self._gen_fingerprint = ()
@@ -234,6 +266,10 @@ class HFPolicy:
                         target.add_(module.get_delta_weight(adapter).to(target.dtype))
             self._gen_fingerprint = fingerprint
         return self._gen_model
+
+    def _weights_version(self) -> tuple[int, ...]:
+        """Changes whenever an optimiser step (or any in-place write) touches the adapter."""
+        return tuple(p._version for _, m in self._lora_layers() for p in _lora_params(m))
 
     def _lora_layers(self) -> list[tuple[str, Any]]:
         from peft.tuners.lora import LoraLayer
@@ -303,3 +339,11 @@ def _dtype(dtype: torch.dtype | str | None, device: torch.device) -> torch.dtype
     if not isinstance(value, torch.dtype):
         raise ConfigError(f"dtype={dtype!r} is not a torch dtype; use 'float32', 'bfloat16' or 'float16'")
     return value
+
+
+@dataclass(frozen=True)
+class _EpisodeKV:
+    token_ids: tuple[int, ...]
+    """The tokens ``kv`` holds (the prompt and the turn's sampled tokens but the last)."""
+    kv: PastKV
+    version: tuple[int, ...]

@@ -9,6 +9,10 @@ environment step while the others keep decoding.
 Log-probs: ``log_softmax(logits / temperature)`` of the chosen token — the tempered distribution *before* top-p
 truncation, i.e. exactly what a trainer recomputes from ``logits / temperature``. With ``temperature == 0`` the
 row is decoded greedily and the log-probs are those of the raw logits (temperature 1).
+
+Prefill is shared where the work is the same: rows with an identical prompt (a GRPO group) run it once, and a row
+given the KV cache of its own earlier turns (``past``, multi-turn episodes) only runs the tokens added since.
+``keep_kv`` returns each row's cache for its next turn.
 """
 
 from __future__ import annotations
@@ -32,6 +36,32 @@ class SampledRow:
     """Hit the row's max_new_tokens before a stop token/string."""
     ended: bool
     """The last token is a stop token (EOS / end-of-turn)."""
+    kv: PastKV | None = None
+    """With ``keep_kv``: the KV cache of the prompt and every sampled token but the last (never fed back)."""
+
+
+@dataclass(frozen=True)
+class PastKV:
+    """One row's KV cache for its first ``length`` tokens: per layer (keys, values), each [kv_heads, length, dim]."""
+
+    layers: tuple[tuple[torch.Tensor, torch.Tensor], ...]
+
+    @property
+    def length(self) -> int:
+        return int(self.layers[0][0].shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.layers)
+
+
+def reusable_cache(model: Any) -> bool:
+    """Whether the model's KV cache is plain per-token storage that can be cut per row and reassembled (no sliding
+    windows or other compressed layers)."""
+    from transformers.cache_utils import DynamicLayer
+
+    layers = DynamicCache(config=getattr(model, "config", None)).layers
+    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 
 def _sample(
@@ -74,12 +104,16 @@ def sample_batch(
     decode: Callable[[list[int]], str] | None = None,
     pad_token_id: int = 0,
     on_done: Callable[[int, SampledRow], None] | None = None,
+    past: Sequence[PastKV | None] | None = None,
+    keep_kv: bool = False,
 ) -> list[SampledRow]:
     """Sample a continuation of every prompt (left-padded into one batch, decoded with a KV cache; identical
     prompts are prefilled once).
 
     Rows leave the batch when they emit a stop token, contain a stop string (``decode`` needed) or reach their
-    ``max_new_tokens`` (``0`` returns an empty, truncated row at once).
+    ``max_new_tokens`` (``0`` returns an empty, truncated row at once). ``past[i]``, when given, is the KV cache
+    of ``prompts[i]``'s first ``past[i].length`` tokens (at least one prompt token must follow it); only the rest is
+    prefilled (see :func:`reusable_cache` for which models allow it).
     """
     device = next(model.parameters()).device
     n = len(prompts)
@@ -87,8 +121,8 @@ def sample_batch(
     gen_ids: list[list[int]] = [[] for _ in range(n)]
     gen_lps: list[list[float]] = [[] for _ in range(n)]
 
-    def finish(i: int, truncated: bool, ended: bool) -> None:
-        row = SampledRow(tuple(gen_ids[i]), tuple(gen_lps[i]), truncated, ended)
+    def finish(i: int, truncated: bool, ended: bool, kv: PastKV | None = None) -> None:
+        row = SampledRow(tuple(gen_ids[i]), tuple(gen_lps[i]), truncated, ended, kv)
         results[i] = row
         if on_done is not None:
             on_done(i, row)
@@ -100,26 +134,31 @@ def sample_batch(
     if not active:
         return [r for r in results if r is not None]
 
-    # Rows with the same prompt (a GRPO group, several evaluation samples of a task) share one prefill: the
-    # distinct prompts run through the model once and their KV cache is repeated for every row that uses them.
-    distinct: dict[tuple[int, ...], int] = {}
-    owner = [distinct.setdefault(tuple(prompts[i]), len(distinct)) for i in active]
-    width = max(len(p) for p in distinct)
-    ids = torch.full((len(distinct), width), pad_token_id, dtype=torch.long)
-    mask = torch.zeros((len(distinct), width), dtype=torch.long)
-    for r, p in enumerate(distinct):
-        ids[r, width - len(p):] = torch.tensor(p, dtype=torch.long)
-        mask[r, width - len(p):] = 1
-    ids, mask = ids.to(device), mask.to(device)
-    pos = (mask.cumsum(-1) - 1).clamp_(min=0)
-    cache = DynamicCache(config=getattr(model, "config", None))
     ckw = cache_kwarg(model)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1, **{ckw: cache})
-    logits = out.logits[:, -1, :]
-    if len(distinct) < len(active):
-        rows = torch.tensor(owner, dtype=torch.long, device=device)
-        cache.batch_select_indices(rows)
-        mask, pos, logits = mask[rows], pos[rows], logits[rows]
+    pasts = [past[i] if past is not None else None for i in active]
+    if any(p is not None for p in pasts):
+        cache, mask, pos = _cache_from_pasts(model, [prompts[i] for i in active], pasts, pad_token_id, device)
+        ids, _ = _left_pad([prompts[i][p.length if p else 0:] for i, p in zip(active, pasts, strict=True)], pad_token_id)
+        n_new = ids.shape[1]
+        out = model(input_ids=ids.to(device), attention_mask=mask, position_ids=pos[:, -n_new:], use_cache=True,
+                    logits_to_keep=1, **{ckw: cache})
+        logits = out.logits[:, -1, :]
+    else:
+        # Rows with the same prompt (a GRPO group, several evaluation samples of a task) share one prefill: the
+        # distinct prompts run through the model once and their KV cache is repeated for every row using them.
+        distinct: dict[tuple[int, ...], int] = {}
+        owner = [distinct.setdefault(tuple(prompts[i]), len(distinct)) for i in active]
+        ids, mask = _left_pad(list(distinct), pad_token_id)
+        ids, mask = ids.to(device), mask.to(device)
+        pos = (mask.cumsum(-1) - 1).clamp_(min=0)
+        cache = DynamicCache(config=getattr(model, "config", None))
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
+                    **{ckw: cache})
+        logits = out.logits[:, -1, :]
+        if len(distinct) < len(active):
+            rows = torch.tensor(owner, dtype=torch.long, device=device)
+            cache.batch_select_indices(rows)
+            mask, pos, logits = mask[rows], pos[rows], logits[rows]
     last_pos = pos[:, -1]
     stop_strings = tuple(stop_strings) if decode is not None else ()
 
@@ -131,11 +170,11 @@ def sample_batch(
             gen_ids[i].append(tok_l[r])
             gen_lps[i].append(lp_l[r])
             if tok_l[r] in stop_token_ids:
-                finish(i, truncated=False, ended=True)
+                finish(i, False, True, _row_kv(cache, r, mask[r]) if keep_kv else None)
             elif stop_strings and decode is not None and _has_stop(decode(gen_ids[i][-_STOP_TAIL_TOKENS:]), stop_strings):
-                finish(i, truncated=False, ended=False)
+                finish(i, False, False, _row_kv(cache, r, mask[r]) if keep_kv else None)
             elif len(gen_ids[i]) >= max_new_tokens[i]:
-                finish(i, truncated=True, ended=False)
+                finish(i, True, False, _row_kv(cache, r, mask[r]) if keep_kv else None)
             else:
                 keep.append(r)
         if not keep:
@@ -150,6 +189,56 @@ def sample_batch(
         out = model(input_ids=tok[:, None], attention_mask=mask, position_ids=last_pos[:, None], use_cache=True, **{ckw: cache})
         logits = out.logits[:, -1, :]
     return [r for r in results if r is not None]
+
+
+def _left_pad(rows: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids [B, W] left-padded to the longest row, and the attention mask (1 on real tokens)."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r):] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, width - len(r):] = 1
+    return ids, mask
+
+
+def _cache_from_pasts(
+    model: Any, prompts: Sequence[Sequence[int]], pasts: Sequence[PastKV | None], pad_token_id: int,
+    device: torch.device,
+) -> tuple[DynamicCache, torch.Tensor, torch.Tensor]:
+    """A batch cache from the rows' own past caches, each left-padded to the longest, plus the attention mask and
+    position ids of [past | new tokens] (both parts left-padded: a row's padding may sit between them)."""
+    lengths = [p.length if p is not None else 0 for p in pasts]
+    new = [len(prompt) - n for prompt, n in zip(prompts, lengths, strict=True)]
+    if min(new) < 1:
+        raise ValueError("every prompt must extend its past cache by at least one token")
+    width_past, width_new = max(lengths), max(new)
+    ref = next(p for p in pasts if p is not None)
+    layers = []
+    for li, (k0, v0) in enumerate(ref.layers):
+        k = k0.new_zeros((len(pasts), k0.shape[0], width_past, k0.shape[2]))
+        v = v0.new_zeros((len(pasts), v0.shape[0], width_past, v0.shape[2]))
+        for r, p in enumerate(pasts):
+            if p is not None:
+                k[r, :, width_past - p.length:] = p.layers[li][0]
+                v[r, :, width_past - p.length:] = p.layers[li][1]
+        layers.append((k.to(device), v.to(device)))
+    cache = DynamicCache(ddp_cache_data=layers, config=getattr(model, "config", None))
+    mask = torch.zeros((len(pasts), width_past + width_new), dtype=torch.long)
+    pos = torch.zeros_like(mask)
+    for r, (n_past, n_new) in enumerate(zip(lengths, new, strict=True)):
+        mask[r, width_past - n_past : width_past] = 1
+        mask[r, width_past + width_new - n_new :] = 1
+        pos[r, width_past + width_new - n_new :] = torch.arange(n_past, n_past + n_new)
+    return cache, mask.to(device), pos.to(device)
+
+
+def _row_kv(cache: DynamicCache, row: int, mask_row: torch.Tensor) -> PastKV:
+    """Row ``row``'s cache at its unpadded positions (every token fed so far, in order)."""
+    keep = mask_row.nonzero().squeeze(1)
+    layers: list[Any] = list(cache.layers)  # plain DynamicLayers (see reusable_cache)
+    return PastKV(tuple((layer.keys[row][:, keep], layer.values[row][:, keep]) for layer in layers))
 
 
 def cache_kwarg(model: Any) -> str:

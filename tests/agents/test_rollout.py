@@ -96,6 +96,27 @@ def test_logprobs_match_forward_pass(policy: HFPolicy, merged: bool) -> None:
         torch.testing.assert_close(again, sampled, atol=1e-4, rtol=0)
 
 
+def test_turns_reuse_the_episodes_kv_cache(policy: HFPolicy, trajs: list[Trajectory]) -> None:
+    """Later turns prefill only their new tokens; the episodes are the ones a full re-prefill samples."""
+    fed: list[int] = []
+    model = policy.generation_model()
+    hook = model.register_forward_pre_hook(lambda _m, _a, kw: fed.append(kw["input_ids"].numel()), with_kwargs=True)
+    try:
+        reused = rollout(policy, EchoEnv, TASKS, group_size=4, config=CFG)
+        reused_tokens, fed[:] = sum(fed), []
+        policy.kv_reuse_mb = 0
+        full = rollout(policy, EchoEnv, TASKS, group_size=4, config=CFG)
+        full_tokens = sum(fed)
+    finally:
+        hook.remove()
+        del policy.kv_reuse_mb  # back to the class default
+    assert [t.token_ids for t in reused] == [t.token_ids for t in full] == [t.token_ids for t in trajs]
+    assert [lp for t in reused for lp in t.logprobs] == pytest.approx([lp for t in full for lp in t.logprobs], abs=1e-4)
+    assert max(t.num_turns for t in reused) == 3
+    assert reused_tokens < 0.8 * full_tokens, (reused_tokens, full_tokens)
+    assert policy._kv == {}  # every episode's cache is freed when it ends
+
+
 def test_top_p_keeps_untruncated_tempered_logprobs(policy: HFPolicy) -> None:
     cfg = RolloutConfig(max_new_tokens=16, max_total_tokens=300, max_turns=2, temperature=1.3, top_p=0.5, seed=5)
     for t in rollout(policy, EchoEnv, TASKS[:1], group_size=2, config=cfg):
