@@ -6,7 +6,8 @@ Turns cut by the token budget continue (``truncated_turn='continue'``) so every 
 The baseline replays every generation round of the engine (the same prompts, batch size and token budget) through
 ``model.generate`` (sampling, KV cache, stop on <|im_end|>). Tokens/s counts useful tokens only: each row's
 tokens up to and including its stop token (what a trajectory keeps); generate's padding after a row has stopped
-is not counted, the engine drops those rows.
+is not counted, the engine drops those rows. The engine also runs once more with ``kv_reuse_mb = 0`` (every turn
+re-prefills the whole conversation, as generate does) to show what keeping the KV cache between turns saves.
 
     python bench/rollout_throughput.py                     # batch sizes 1 8 32, CPU, 2 threads
     python bench/rollout_throughput.py --batch-sizes 8 --turns 2
@@ -167,13 +168,18 @@ def main() -> None:
         print(f"embedded model load: first (GGUF -> safetensors cache) {first:.1f} s, cached {cached:.1f} s")
     policy = HFPolicy("smollm2-135m")
     policy.generation_model()  # build the merged copy outside the timings
-    print("| batch | engine tok/s | generate tok/s | ratio | engine tokens | generate tokens | turns cut by max_new_tokens |")
-    print("|---|---|---|---|---|---|---|")
+    print("| batch | engine tok/s | engine without KV reuse tok/s | generate tok/s | engine / generate | "
+          "KV reuse gain | engine tokens | generate tokens | turns cut by max_new_tokens |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for batch in args.batch_sizes:
         e_wall, e_tok, rec, cut = engine_run(policy, batch, args)
+        policy.kv_reuse_mb = 0
+        n_wall, n_tok, _, _ = engine_run(policy, batch, args)
+        del policy.kv_reuse_mb
         g_wall, g_tok = generate_run(policy, rec.rounds, args)
-        e_tps, g_tps = e_tok / e_wall, g_tok / g_wall
-        print(f"| {batch} | {e_tps:.1f} | {g_tps:.1f} | {e_tps / g_tps:.2f} | {e_tok} | {g_tok} | {cut}/{batch * args.turns} |", flush=True)
+        e_tps, n_tps, g_tps = e_tok / e_wall, n_tok / n_wall, g_tok / g_wall
+        print(f"| {batch} | {e_tps:.1f} | {n_tps:.1f} | {g_tps:.1f} | {e_tps / g_tps:.2f} | {e_tps / n_tps:.2f} | {e_tok} "
+              f"| {g_tok} | {cut}/{batch * args.turns} |", flush=True)
         if args.unmerged:
             policy.merge_for_generation = False
             u_wall, u_tok, _, _ = engine_run(policy, batch, args)
