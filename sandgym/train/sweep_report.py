@@ -90,6 +90,8 @@ def _run_data(run_dir: Path) -> dict[str, Any]:
                 for r in read_rows(episodes):
                     if not r.infra_failure:
                         tasks[r.task_id].append(float(r.success))
+                        if r.unseen:
+                            data.setdefault("unseen_tasks", set()).add(r.task_id)
                 data[key] = dict(tasks)
     return data
 
@@ -149,7 +151,8 @@ def sweep_metrics(out: Path) -> dict[str, Any]:
         variants.setdefault(r["variant"], {})
         if r["status"] in ("done", "skipped") and Path(r["out_dir"]).exists():
             data = _run_data(Path(r["out_dir"]))
-            r["summary"] = {k: v for k, v in data.items() if not k.endswith("_curve") and not k.startswith("per_task")}
+            r["summary"] = {k: v for k, v in data.items()
+                            if not k.endswith("_curve") and not k.startswith("per_task") and k != "unseen_tasks"}
             variants[r["variant"]][r["seed"]] = data
     per_variant: dict[str, Any] = {}
     for name, seeds in variants.items():
@@ -170,8 +173,24 @@ def sweep_metrics(out: Path) -> dict[str, Any]:
         for split in ("trained", "unseen"):
             vals = [d[split] for d in seeds.values() if d.get(split) is not None]
             v[split] = float(np.mean(vals)) if vals else None
+            for key, out_key in (("per_task_start", "start"), ("per_task", "final")):
+                split_ci = _split_ci(seeds, key, unseen=split == "unseen")
+                v[f"{split}_{out_key}"] = split_ci.to_json() if split_ci is not None else None
         per_variant[name] = v
     return {"sweep": sweep, "variants": per_variant, "comparisons": compare_variants(variants)}
+
+
+def _split_ci(seeds: Mapping[int, dict[str, Any]], key: str, *, unseen: bool) -> Interval | None:
+    """Hierarchical interval of held-out completion on the trained (or unseen) families' tasks of every seed."""
+    per_seed = {}
+    for s, d in seeds.items():
+        if key not in d:
+            return None
+        names = d.get("unseen_tasks", set())
+        per_seed[s] = {t: v for t, v in d[key].items() if (t in names) == unseen}
+    if not per_seed or not any(per_seed.values()):
+        return None
+    return hierarchical_ci(per_seed)
 
 
 def _ci(d: Mapping[str, float] | None) -> str:
@@ -241,11 +260,14 @@ def markdown(m: dict[str, Any]) -> str:
             lines.append(f"| {s} | " + " | ".join(cells) + " |")
         lines.append("")
     if any(v["unseen"] is not None for v in variants.values()):
-        lines += ["## Transfer", "", "Final held-out completion, mean over seeds.", "",
-                  "| variant | trained families | unseen families | gap |", "|---|---|---|---|"]
+        lines += ["## Transfer", "", "Held-out completion on the families trained on and on families never trained on, "
+                  "at step 0 and at the last step; 95% intervals resampled over seeds, then tasks.", "",
+                  "| variant | trained, step 0 | trained, final | unseen, step 0 | unseen, final | gap (final) |",
+                  "|---|---|---|---|---|---|"]
         for name, v in variants.items():
             gap = v["trained"] - v["unseen"] if v["trained"] is not None and v["unseen"] is not None else None
-            lines.append(f"| {name} | {_f(v['trained'])} | {_f(v['unseen'])} | {_f(gap)} |")
+            lines.append(f"| {name} | {_ci(v.get('trained_start'))} | {_ci(v.get('trained_final'))} | "
+                         f"{_ci(v.get('unseen_start'))} | {_ci(v.get('unseen_final'))} | {_f(gap)} |")
         lines.append("")
     lines += ["## Runs", "", "| run | status | steps | final reward | final completion | wall s | error |",
               "|---|---|---|---|---|---|---|"]

@@ -163,3 +163,21 @@ def test_hierarchical_interval_and_helpers():
     with pytest.raises(Exception, match="seeds"):
         parse_vary(["seed=1,2"])
     assert doctest.testmod(sandgym.train.sweep).failed == 0
+
+
+def test_transfer_intervals_split_trained_and_unseen_tasks():
+    from sandgym.train.sweep_report import _split_ci
+
+    seeds = {
+        0: {"per_task": {"a": [1, 1], "b": [0, 1], "u": [0, 0]}, "per_task_start": {"a": [0, 0], "b": [0, 0], "u": [0, 0]},
+            "unseen_tasks": {"u"}},
+        1: {"per_task": {"a": [1, 1], "b": [1, 1], "u": [1, 0]}, "per_task_start": {"a": [1, 0], "b": [0, 0], "u": [0, 0]},
+            "unseen_tasks": {"u"}},
+    }
+    trained = _split_ci(seeds, "per_task", unseen=False)
+    unseen = _split_ci(seeds, "per_task", unseen=True)
+    assert trained.value == pytest.approx((0.75 + 1.0) / 2) and unseen.value == pytest.approx((0.0 + 0.5) / 2)
+    assert _split_ci(seeds, "per_task_start", unseen=False).value == pytest.approx((0 + 0.25) / 2)
+    assert unseen.low <= unseen.value <= unseen.high
+    del seeds[1]["per_task_start"]  # a seed without a step-0 evaluation: no interval rather than a biased one
+    assert _split_ci(seeds, "per_task_start", unseen=False) is None
