@@ -221,6 +221,8 @@ class RolloutEngine:
             )
             if ep.record_generation(gen, token_level=token_level, mismatch=mismatch):
                 submit_step(ep)
+            elif ep.state == "done":
+                self.policy.end_episode(ep.key)
 
         gens = self.policy.generate(requests, cfg.sampling, on_done)
         if len(gens) != len(requests):
@@ -228,8 +230,7 @@ class RolloutEngine:
         for i, gen in enumerate(gens):
             on_done(i, gen)
 
-    @staticmethod
-    def _harvest(pending: dict[Future[Any], tuple[Episode, str]], *, block: bool) -> None:
+    def _harvest(self, pending: dict[Future[Any], tuple[Episode, str]], *, block: bool) -> None:
         if not pending:
             return
         if block:
@@ -246,6 +247,8 @@ class RolloutEngine:
                 ep.after_reset(*fut.result())
             else:
                 ep.after_step(*fut.result())
+            if ep.state == "done":  # free what the policy keeps for the episode (its KV cache) right away
+                self.policy.end_episode(ep.key)
 
 
 def rollout(

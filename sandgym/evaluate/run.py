@@ -78,11 +78,13 @@ def rollout_config(config: EvalConfig, seed: int) -> Any:
 
 def evaluate_policy(
     policy: Any, info: PolicyInfo, config: EvalConfig, out_dir: Path, *, tasks: Sequence[Task] | None = None,
-    make_env: Callable[[], Any] | None = None,
+    make_env: Callable[[], Any] | None = None, stop_on_broken_sandbox: bool = True,
 ) -> list[EpisodeRow]:
     """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl``; returns all rows.
 
-    ``make_env`` overrides the tool environment built from ``config`` (e.g. the training run's ``rollout.env``)."""
+    ``make_env`` overrides the tool environment built from ``config`` (e.g. the training run's ``rollout.env``).
+    A batch in which every episode failed in the sandbox raises :class:`SandboxError` with the first error, unless
+    ``stop_on_broken_sandbox`` is False (periodic evaluation inside training: the rows are kept as infra failures)."""
     from sandgym.agents.rollout import rollout
     from sandgym.train.runtime import progress
 
@@ -103,7 +105,7 @@ def evaluate_policy(
             by_id = {t.id: t for t in chunk}
             trajs = rollout(policy, make_env, chunk, group_size=config.samples, config=rc,
                             first_group_id=_group_base(seed, tasks, chunk[0]))
-            if trajs and all(t.infra_failure for t in trajs):  # a broken sandbox: stop now, not after every task
+            if stop_on_broken_sandbox and trajs and all(t.infra_failure for t in trajs):  # a broken sandbox: stop now, not after every task
                 bar.close()
                 raise SandboxError(f"every episode of an evaluation batch failed in the {config.sandbox!r} sandbox; "
                                    f"first error: {trajs[0].metadata.get('infra_error', 'unknown')}. Check it with "

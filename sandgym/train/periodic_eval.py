@@ -73,7 +73,8 @@ def maybe_periodic_eval(config: TrainConfig, policy: Any, step: int, run_dir: Pa
     rng = rng_state()
     try:
         rows = evaluate_policy(policy, PolicyInfo(spec=f"step-{step}", kind="live", model=config.model.name), cfg,
-                               out, tasks=load_tasks(cfg), make_env=env_factory(config))
+                               out, tasks=load_tasks(cfg), make_env=env_factory(config),
+                               stop_on_broken_sandbox=False)
     finally:
         set_rng_state(rng)
     s = summarize(rows, cfg.samples)

@@ -112,7 +112,7 @@ def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -
     b, n = batch.input_ids.shape
     sampled = batch.mask.any(0).nonzero()
     start = int(sampled[0]) if len(sampled) else n - 1
-    if b > 1 and batch.shared_prefix >= MIN_SHARED_PREFIX:
+    if b > 1 and batch.shared_prefix >= MIN_SHARED_PREFIX and _plain_cache(model):
         logits = _logits_after_shared_prefix(model, batch, start)
     else:
         out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
@@ -122,6 +122,13 @@ def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -
     if start == 0:
         return lp
     return torch.cat([lp.new_zeros((lp.shape[0], start)), lp], dim=1)
+
+
+def _plain_cache(model: torch.nn.Module) -> bool:
+    """The shared-prefix pass needs a plain per-token KV cache (no sliding window, no linear-attention state)."""
+    from sandgym.agents.sampler import reusable_cache
+
+    return reusable_cache(model)
 
 
 def _logits_after_shared_prefix(model: torch.nn.Module, batch: Batch, start: int) -> torch.Tensor:

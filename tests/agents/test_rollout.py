@@ -117,6 +117,18 @@ def test_turns_reuse_the_episodes_kv_cache(policy: HFPolicy, trajs: list[Traject
     assert policy._kv == {}  # every episode's cache is freed when it ends
 
 
+def test_an_episode_frees_its_kv_cache_when_it_ends(policy: HFPolicy, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[Any] = []
+    gen, end = policy.generate, policy.end_episode
+    monkeypatch.setattr(policy, "generate", lambda *a, **k: (events.append("gen"), gen(*a, **k))[1])
+    monkeypatch.setattr(policy, "end_episode", lambda key: (events.append(("end", key, key in policy._kv)), end(key))[1])
+    rollout(policy, EchoEnv, TASKS, group_size=4, config=CFG)  # task b ends a turn before task a
+    last_round = max(i for i, e in enumerate(events) if e == "gen")
+    early = [e for e in events[:last_round] if e != "gen"]
+    assert early and any(had for _, _, had in early)  # freed while other episodes were still generating
+    assert policy._kv == {}
+
+
 def test_top_p_keeps_untruncated_tempered_logprobs(policy: HFPolicy) -> None:
     cfg = RolloutConfig(max_new_tokens=16, max_total_tokens=300, max_turns=2, temperature=1.3, top_p=0.5, seed=5)
     for t in rollout(policy, EchoEnv, TASKS[:1], group_size=2, config=cfg):
