@@ -41,6 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_progress_messages() -> None:
+    """sandgym's own INFO messages (resumed from..., sweep run 2/6...) go to stderr, unless logging is configured."""
+    import logging
+
+    logger = logging.getLogger("sandgym")
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("sandgym: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -50,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from sandgym.errors import SandgymError
 
+    _show_progress_messages()
     try:
         return int(func(args) or 0)
     except SandgymError as exc:

@@ -265,10 +265,10 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
                 if any(t.id == outcome.id for t in made):  # e.g. a property and its setter share a name
                     outcome = dataclasses.replace(outcome, id=f"{outcome.id}-L{target.lineno}")
                 made.append(outcome)
-                log.info("made %s", outcome.id)
+                log.debug("made %s", outcome.id)
             elif outcome is not None:
                 discards.append(Discard(cand, outcome.reason, outcome.detail))
-                log.info("discarded %s: %s %s", cand, outcome.reason, outcome.detail)
+                log.debug("discarded %s: %s %s", cand, outcome.reason, outcome.detail)
     return made, discards, splits
 
 

@@ -212,6 +212,8 @@ def run_sweep(
             rec.traceback = "".join(traceback.format_exception(exc))[-4000:]
             log.warning("sweep run %s failed: %s", spec.name, rec.error)
         rec.wall_s = time.perf_counter() - t0
+        log.info("sweep run %d/%d: %s %s%s", i + 1, len(specs), spec.name, rec.status,
+                 f" in {rec.wall_s:.0f} s" if rec.status == "done" else "")
         state["runs"].append(asdict(rec))
         state["wall_s"] = time.perf_counter() - t_sweep
         _write_json(path, state)
