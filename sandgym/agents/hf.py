@@ -231,7 +231,7 @@ class HFPolicy:
                 pad_token_id=int(self.tokenizer.pad_token_id),
                 on_done=done,
                 past=pasts,
-                keep_kv=reuse,
+                keep_kv=[reuse and not r.last_turn for r in requests],
             )
         finally:
             model.train(was_training)

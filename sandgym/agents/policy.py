@@ -45,6 +45,8 @@ class GenerationRequest:
     generator: Any = None
     """The episode's own torch.Generator (so samples do not depend on batch composition)."""
     seed: int | None = None
+    last_turn: bool = False
+    """No turn can follow this one (the turn budget): a policy need not keep state for the episode's next turn."""
 
 
 @dataclass(frozen=True)

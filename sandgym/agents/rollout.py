@@ -203,6 +203,7 @@ class RolloutEngine:
                     turn=len(ep.turns),
                     generator=ep.generator,
                     seed=ep.seed + len(ep.turns),
+                    last_turn=len(ep.turns) + 1 >= cfg.max_turns,
                 )
             )
             ep.state = "generating"

@@ -105,7 +105,7 @@ def sample_batch(
     pad_token_id: int = 0,
     on_done: Callable[[int, SampledRow], None] | None = None,
     past: Sequence[PastKV | None] | None = None,
-    keep_kv: bool = False,
+    keep_kv: bool | Sequence[bool] = False,
 ) -> list[SampledRow]:
     """Sample a continuation of every prompt (left-padded into one batch, decoded with a KV cache; identical
     prompts are prefilled once).
@@ -113,7 +113,8 @@ def sample_batch(
     Rows leave the batch when they emit a stop token, contain a stop string (``decode`` needed) or reach their
     ``max_new_tokens`` (``0`` returns an empty, truncated row at once). ``past[i]``, when given, is the KV cache
     of ``prompts[i]``'s first ``past[i].length`` tokens (at least one prompt token must follow it); only the rest is
-    prefilled (see :func:`reusable_cache` for which models allow it).
+    prefilled (see :func:`reusable_cache` for which models allow it). ``keep_kv`` (all rows, or one flag per row)
+    returns the rows' caches in :attr:`SampledRow.kv`.
     """
     device = next(model.parameters()).device
     n = len(prompts)
@@ -134,6 +135,7 @@ def sample_batch(
     if not active:
         return [r for r in results if r is not None]
 
+    wants_kv = [bool(keep_kv)] * n if isinstance(keep_kv, bool) else [bool(k) for k in keep_kv]
     ckw = cache_kwarg(model)
     pasts = [past[i] if past is not None else None for i in active]
     if any(p is not None for p in pasts):
@@ -165,25 +167,25 @@ def sample_batch(
     while True:
         tok, lp = _sample(logits.float(), temperature, top_p, [generators[i] for i in active])
         tok_l, lp_l = tok.tolist(), lp.tolist()
-        keep: list[int] = []
+        staying: list[int] = []
         for r, i in enumerate(active):
             gen_ids[i].append(tok_l[r])
             gen_lps[i].append(lp_l[r])
             if tok_l[r] in stop_token_ids:
-                finish(i, False, True, _row_kv(cache, r, mask[r]) if keep_kv else None)
+                finish(i, False, True, _row_kv(cache, r, mask[r]) if wants_kv[i] else None)
             elif stop_strings and decode is not None and _has_stop(decode(gen_ids[i][-_STOP_TAIL_TOKENS:]), stop_strings):
-                finish(i, False, False, _row_kv(cache, r, mask[r]) if keep_kv else None)
+                finish(i, False, False, _row_kv(cache, r, mask[r]) if wants_kv[i] else None)
             elif len(gen_ids[i]) >= max_new_tokens[i]:
-                finish(i, True, False, _row_kv(cache, r, mask[r]) if keep_kv else None)
+                finish(i, True, False, _row_kv(cache, r, mask[r]) if wants_kv[i] else None)
             else:
-                keep.append(r)
-        if not keep:
+                staying.append(r)
+        if not staying:
             break
-        if len(keep) < len(active):
-            sel = torch.tensor(keep, dtype=torch.long, device=device)
+        if len(staying) < len(active):
+            sel = torch.tensor(staying, dtype=torch.long, device=device)
             cache.batch_select_indices(sel)
             mask, last_pos, tok = mask[sel], last_pos[sel], tok[sel]
-            active = [active[r] for r in keep]
+            active = [active[r] for r in staying]
         mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=1)
         last_pos = last_pos + 1
         out = model(input_ids=tok[:, None], attention_mask=mask, position_ids=last_pos[:, None], use_cache=True, **{ckw: cache})

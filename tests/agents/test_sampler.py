@@ -74,3 +74,6 @@ def test_a_rows_own_past_cache_replaces_prefilling_its_history(model: Any, tiny_
     with pytest.raises(ValueError, match="at least one token"):
         sample_batch(model, [a], max_new_tokens=[2], generators=[torch.Generator()], pad_token_id=0,
                      past=[first[0].kv])  # the prompt adds nothing to its past
+    rows = sample_batch(model, [a, b], max_new_tokens=[3, 3], generators=[torch.Generator(), torch.Generator()],
+                        pad_token_id=0, keep_kv=[False, True])  # e.g. the first row is on its last turn
+    assert rows[0].kv is None and rows[1].kv is not None
