@@ -62,18 +62,8 @@ def env_factory(config: EvalConfig) -> Callable[[], Any]:
 def rollout_config(config: EvalConfig, seed: int) -> Any:
     """The ``RolloutConfig`` of evaluation rollouts (local and Ray workers alike) for sampling seed ``seed``."""
     from sandgym.agents.rollout import RolloutConfig
-    from sandgym.envs.parsing import stop_strings_for
 
-    return RolloutConfig(
-        max_new_tokens=config.max_new_tokens,
-        max_turns=config.max_turns,
-        max_total_tokens=config.max_total_tokens,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        seed=seed,
-        truncated_turn=config.truncated_turn,
-        stop_strings=stop_strings_for(None if config.code_action == "none" else config.code_action),
-    )
+    return RolloutConfig.from_settings(config, seed=seed)
 
 
 def evaluate_policy(

@@ -76,20 +76,8 @@ def env_factory(config: TrainConfig) -> Callable[[], Any]:
 def rollout_config(config: TrainConfig, *, seed: int, version: int) -> Any:
     """The ``RolloutConfig`` of training rollouts (``[rollout]`` plus the step's seed and policy version)."""
     from sandgym.agents.rollout import RolloutConfig
-    from sandgym.envs.parsing import stop_strings_for
 
-    r = config.rollout
-    return RolloutConfig(
-        max_new_tokens=r.max_new_tokens,
-        max_turns=r.max_turns,
-        max_total_tokens=r.max_total_tokens,
-        temperature=r.temperature,
-        top_p=r.top_p,
-        seed=seed,
-        policy_version=version,
-        truncated_turn=r.truncated_turn,
-        stop_strings=stop_strings_for(None if r.code_action == "none" else r.code_action),
-    )
+    return RolloutConfig.from_settings(config.rollout, seed=seed, policy_version=version)
 
 
 def collect(
