@@ -67,18 +67,53 @@ def _format_help() -> str:
     return f"Write each tool call as {FORMAT_EXAMPLE}"
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest ``[``/``{`` nesting a tool call may use. Deeper JSON (``[[[[...``) would make ``json.loads`` (or any
+later ``json.dumps`` of the arguments) raise RecursionError, so it is a malformed call, checked before parsing."""
+
+_JSON_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def _json_depth(raw: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """Deepest bracket nesting of ``raw`` outside JSON strings; stops counting once past ``limit``."""
+    depth = deepest = 0
+    for m in _JSON_TOKEN_RE.finditer(raw):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    break
+        elif tok in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def _loads(raw: str) -> Any:
+    """``json.loads`` that never recurses deeply: too-deep input raises ``ValueError``, as does bad JSON."""
+    if _json_depth(raw) > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(raw)
+    except RecursionError as exc:  # defence in depth; _json_depth should have caught it
+        raise ValueError("JSON nested too deeply") from exc
+
+
 def _parse_one(body: str) -> ToolCall | ParseError:
     raw = body.strip()
     if not raw:
         return ParseError("malformed", f"Empty <tool_call></tool_call>. {_format_help()}", raw)
     try:
-        obj = json.loads(raw)
+        obj = _loads(raw)
     except json.JSONDecodeError as exc:
         return ParseError(
             "malformed",
             f"Tool call is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}). {_format_help()}",
             raw,
         )
+    except ValueError as exc:
+        return ParseError("malformed", f"Tool call is not valid JSON ({exc}). {_format_help()}", raw)
     if not isinstance(obj, dict):
         return ParseError(
             "malformed", f"Tool call must be a JSON object, got {type(obj).__name__}. {_format_help()}", raw
@@ -89,8 +124,8 @@ def _parse_one(body: str) -> ToolCall | ParseError:
     args: Any = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):  # OpenAI style: arguments as a JSON-encoded string
         try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
+            args = _loads(args) if args.strip() else {}
+        except ValueError:  # JSONDecodeError included
             return ParseError(
                 "malformed", f'"arguments" of {name} is a string that is not JSON. {_format_help()}', raw
             )

@@ -163,24 +163,121 @@ def tree_size(root: str, *, limit: int = 20_000) -> int:
     return total
 
 
+def _chmod_dir(parent_fd: int, name: str) -> None:
+    """Make directory ``name`` (in ``parent_fd``) readable and writable by us, never following a symlink."""
+    try:
+        pfd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=parent_fd)
+    except OSError:
+        return
+    try:
+        os.chmod(f"/proc/self/fd/{pfd}", 0o700)
+    except OSError:
+        pass
+    finally:
+        os.close(pfd)
+
+
+def _open_child_dir(parent_fd: int, name: str) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except PermissionError:
+        _chmod_dir(parent_fd, name)
+        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+
+
+def _empty_dir(fd: int) -> list[str]:
+    """Unlink every non-directory in ``fd``; the names of its subdirectories."""
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o700)
+    with os.scandir(fd) as it:
+        entries = list(it)
+    subdirs: list[str] = []
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False):
+                subdirs.append(e.name)
+            else:
+                os.unlink(e.name, dir_fd=fd)
+        except FileNotFoundError:
+            continue
+    return subdirs
+
+
+def _remove_tree_once(top: str) -> None:
+    """One pass of :func:`remove_tree`: depth first with a heap-allocated stack and one open fd at a time.
+
+    Paths are never built (a deep tree's paths exceed PATH_MAX); the walk goes down by ``openat`` with
+    ``O_NOFOLLOW`` and back up by ``..``, checking that ``..`` is the directory it came from.
+    """
+    try:
+        fd = os.open(top, _DIR_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink or a file: remove it, never its target
+            os.unlink(top)
+            return
+        if exc.errno == errno.EACCES:
+            with contextlib.suppress(OSError):
+                os.chmod(top, 0o700)
+            fd = os.open(top, _DIR_FLAGS)
+        else:
+            raise
+    # one frame per open level: (dev, ino) of the directory, subdirectories still to visit, name in its parent
+    stack: list[tuple[tuple[int, int], list[str], str]] = []
+    try:
+        st = os.fstat(fd)
+        stack.append(((st.st_dev, st.st_ino), _empty_dir(fd), ""))
+        while stack:
+            ident, pending, name = stack[-1]
+            if pending:
+                child = pending.pop()
+                try:
+                    nfd = _open_child_dir(fd, child)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    os.unlink(child, dir_fd=fd)  # swapped for a symlink or file meanwhile
+                    continue
+                os.close(fd)
+                fd = nfd
+                st = os.fstat(fd)
+                stack.append(((st.st_dev, st.st_ino), _empty_dir(fd), child))
+                continue
+            stack.pop()
+            if not stack:
+                break
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            pst = os.fstat(parent)
+            if (pst.st_dev, pst.st_ino) != stack[-1][0]:
+                os.close(parent)
+                raise OSError(errno.EBUSY, f"{top}: tree moved while being removed")
+            os.close(fd)
+            fd = parent
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(top)
+
+
 def remove_tree(path: str, attempts: int = 5) -> None:
     """Remove a directory tree the sandbox uid may have made unreadable (chmod 000 dirs included).
 
-    Only paths inside ``path`` are ever chmod-ed; a tree still being written to (a dying sandbox) is retried.
+    Only paths inside ``path`` are ever chmod-ed and no symlink is followed; a tree still being written to (a
+    dying sandbox) is retried. Iterative, so a tree of any depth is removed (no RecursionError, no PATH_MAX).
+    Never raises: what cannot be removed after ``attempts`` passes is left in place.
     """
-    import shutil
     import time
 
     top = os.path.abspath(path)
-
-    def onerror(func: object, p: str, exc: object) -> None:
-        for target in (os.path.dirname(p), p):
-            if os.path.abspath(target).startswith(top) and not os.path.islink(target):
-                with contextlib.suppress(OSError):
-                    os.chmod(target, 0o700)
-
     for i in range(attempts):
         if not os.path.lexists(top):
             return
-        shutil.rmtree(top, onerror=onerror)
+        try:
+            _remove_tree_once(top)
+        except OSError:
+            pass
+        else:
+            return
         time.sleep(0.01 * (i + 1))
