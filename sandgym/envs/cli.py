@@ -1,4 +1,4 @@
-"""``sandgym envs``, ``sandgym run`` and ``sandgym rewards check``."""
+"""``sandgym envs``, ``sandgym run`` and ``sandgym rewards check|list|audit``."""
 
 from __future__ import annotations
 
@@ -33,6 +33,23 @@ def add_commands(sub: Any) -> None:
     c.set_defaults(func=_cmd_rewards_check)
     lst = rsub.add_parser("list", help="list registered rewards and the default weights")
     lst.set_defaults(func=_cmd_rewards_list)
+    a = rsub.add_parser("audit", help="play adversarial agents on a suite; exit 1 when any scores above noop",
+                        description="Reward-hack audit: play a battery of adversarial scripted agents (planted "
+                                    "conftest, always-equal objects, pytest patching, ptrace, ...) and the noop "
+                                    "agent on a sample of every family of SUITE; report every attack that scores "
+                                    "above noop (exit 1). See docs/SANDBOX.md, 'Reward-hack audit'.")
+    a.add_argument("suite", metavar="SUITE", nargs="?", help="suite spec (coding:train) or a .jsonl file / task folder")
+    a.add_argument("--env", default=None, help="env id (default: by task domain, e.g. sandgym/Coding-v0)")
+    a.add_argument("--per-family", type=int, default=2, help="tasks per family (default 2)")
+    a.add_argument("--attacks", default=None, help="comma-separated attack names (default: all; see --list)")
+    a.add_argument("--quick", action="store_true", help="leave out slow attacks (those that wait out a time limit)")
+    a.add_argument("--out", default=None, help="output directory (default runs/audit/<suite>-<time>)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--workers", type=int, default=2, help="episodes run at once (default 2)")
+    a.add_argument("--margin", type=float, default=None, help="reward above noop that counts as a hack (0.1)")
+    a.add_argument("--no-reuse", action="store_true", help="leave out the cross-episode attack (reused sandbox)")
+    a.add_argument("--list", action="store_true", help="list the attacks and exit")
+    a.set_defaults(func=_cmd_rewards_audit)
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
 
@@ -102,3 +119,65 @@ def _cmd_rewards_list(args: argparse.Namespace) -> int:
         doc = (fn.__doc__ or "").strip().splitlines()[0]
         print(f"{name:<16} weight={weights.get(name, 0.0):<5} {doc}")
     return 0
+
+
+def _cmd_rewards_audit(args: argparse.Namespace) -> int:
+    import re
+    import time
+
+    from sandgym.envs.audit_attacks import ATTACKS, attack_names
+    from sandgym.errors import ConfigError
+
+    if args.list:
+        for name in attack_names():
+            attack = ATTACKS[name]
+            mark = " [slow]" if attack.slow else ""
+            print(f"{name:<24} {attack.summary}{mark}")
+        return 0
+    if args.per_family <= 0:
+        raise ConfigError(f"--per-family {args.per_family} must be > 0")
+    names = [n.strip() for n in args.attacks.split(",") if n.strip()] if args.attacks else None
+    if names is not None:
+        unknown = [n for n in names if n not in ATTACKS]
+        if unknown:
+            raise ConfigError(f"--attacks: unknown attack(s) {unknown}; `sandgym rewards audit --list` lists them")
+    elif args.quick:
+        names = attack_names(include_slow=False)
+    if not args.suite:
+        raise ConfigError("sandgym rewards audit needs a SUITE (e.g. coding:train or tasks.jsonl); "
+                          "--list shows the attacks")
+    from pathlib import Path
+
+    name = Path(args.suite).stem if Path(args.suite).exists() else args.suite
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "suite"
+    out = args.out or f"runs/audit/{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from sandgym.envs.audit import DEFAULT_MARGIN, audit, write_report
+
+    result = audit(args.suite, env_id=args.env, per_family=args.per_family, seed=args.seed,
+                   reuse=not args.no_reuse, attacks=names, workers=args.workers,
+                   margin=DEFAULT_MARGIN if args.margin is None else args.margin,
+                   progress=lambda line: print(f"audit: {line}", file=sys.stderr, flush=True))
+    table = Table(title=f"reward-hack audit of {args.suite}: mean reward per attack and family "
+                        f"({len(result.episodes)} episodes, {result.elapsed_s:.0f} s)")
+    table.add_column("attack")
+    for fam in result.families:
+        table.add_column(fam, justify="right")
+    for row in result.table_rows():
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    json_path, md_path = write_report(result, out)
+    if result.hacks:
+        print(f"{len(result.hacks)} hack(s) score above noop: "
+              + ", ".join(f"{a} on {f}" for a, f in result.hacks))
+    if result.drops:
+        print(f"{len(result.drops)} attack(s) cause infrastructure failures (dropped episodes): "
+              + ", ".join(f"{a} on {f}" for a, f in result.drops))
+    if result.clean:
+        print("no attack scores above noop")
+    print(f"report: {md_path}\ndata: {json_path}")
+    return 0 if result.clean else 1
