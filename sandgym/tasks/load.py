@@ -9,8 +9,9 @@ holds ``task.toml`` (the same fields; ``[verifier]``, ``[reference]``, ``[limits
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,21 +74,68 @@ def _build(data: Mapping[str, Any], file: str, line: int | None, problems: list[
     ids.append((file, line, tasks[-1].id))
 
 
+def _not_utf8(exc: UnicodeDecodeError) -> str:
+    return f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} cannot be decoded)"
+
+
+def read_text(path: Path, field: str = "") -> tuple[str | None, list[Problem]]:
+    """The UTF-8 text of a task file, or None and a problem naming the file (unreadable, not UTF-8)."""
+    try:
+        return path.read_bytes().decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        return None, [Problem(str(path), None, field, f"file is {_not_utf8(exc)}",
+                              "task files must be UTF-8 text; re-encode it (e.g. iconv -t utf-8) or remove it")]
+    except OSError as exc:
+        return None, [Problem(str(path), None, field, f"cannot read the file: {exc.strerror or exc}",
+                              "check that it exists and is readable")]
+
+
+def json_error(exc: ValueError) -> str:
+    """``invalid JSON: <what> at column N`` for a JSON error (no doubled "at": "starting at at column")."""
+    if isinstance(exc, json.JSONDecodeError):
+        msg = re.sub(r"\s+at$", "", exc.msg)
+        return f"invalid JSON: {msg} at column {exc.colno}"
+    return f"invalid JSON: {exc}"
+
+
+def iter_jsonl(path: Path, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) for each non-blank line of a JSONL file; every bad line (not UTF-8, not
+    JSON) and an unreadable file become problems naming the file and line."""
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        what = "is a folder, not a file" if path.is_dir() else f"cannot be read: {exc.strerror or exc}"
+        problems.append(Problem(file, None, "", what, "check the path; give a .jsonl file"))
+        return
+    if b"\0" in raw[:8192]:
+        problems.append(Problem(file, None, "", "is a binary file (it holds NUL bytes), not JSONL text",
+                                "give a UTF-8 .jsonl file with one JSON object per line"))
+        return
+    for number, line_bytes in enumerate(raw.splitlines(), start=1):
+        try:
+            text = line_bytes.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(file, number, "", f"line is {_not_utf8(exc)}",
+                                    "save the file as UTF-8 (e.g. iconv -t utf-8), or remove the line"))
+            continue
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text)
+        except (RecursionError, ValueError) as exc:  # JSONDecodeError, nested too deep, integer too long
+            err = exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
+            problems.append(Problem(file, number, "", json_error(err),
+                                    "write exactly one complete JSON object on this line"))
+
+
 def collect_jsonl(path: Path) -> tuple[list[Task], list[Problem]]:
     """Tasks and problems of a JSONL file (one JSON object per line; blank lines are skipped)."""
     tasks: list[Task] = []
     problems: list[Problem] = []
     ids: list[tuple[str, int | None, str]] = []
     file = str(path)
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(file, number, "", f"invalid JSON: {exc.msg} at column {exc.colno}",
-                                    "write exactly one complete JSON object on this line"))
-            continue
+    for number, data in iter_jsonl(path, problems):
         _build(data, file, number, problems, tasks, ids)
     return tasks, problems + duplicate_ids(ids)
 
@@ -125,17 +173,58 @@ def toml_locator(text: str) -> Any:
     return locate
 
 
-def _read_tree(root: Path, file: str, field: str, problems: list[Problem]) -> dict[str, str]:
+def _symlink_problem(path: Path, folder: Path, field: str) -> Problem | None:
+    """A problem when ``path`` is a symlink that dangles, loops or resolves outside ``folder`` (None otherwise).
+
+    A symlink to a host file (say /etc/shadow) would copy that file into the sandbox workspace, where the agent
+    and anyone reading the trajectories could read it.
+    """
+    if not path.is_symlink():
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return Problem(str(path), None, field, f"symlink to {os.readlink(path)!r} is dangling or loops",
+                       "replace the symlink with the file itself")
+    if not target.is_relative_to(folder.resolve()):
+        return Problem(str(path), None, field, f"symlink resolves to {str(target)!r}, outside the task folder",
+                       "replace the symlink with a copy of the file; task files may only link inside the folder")
+    return None
+
+
+def _read_tree(root: Path, folder: Path, field: str, problems: list[Problem]) -> dict[str, str]:
+    """Text of every file under ``root`` by relative path; symlinks are followed only inside ``folder``."""
     out: dict[str, str] = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts:
-            rel = p.relative_to(root).as_posix()
-            try:
-                out[rel] = p.read_text(encoding="utf-8")
-            except UnicodeDecodeError:
-                problems.append(Problem(str(p), None, field, "file is not UTF-8 text",
-                                        "task files must be text; remove it or re-encode it as UTF-8"))
-    return out
+    stack = [root]
+    while stack:  # iterative, and symlinked directories are never walked into
+        current = stack.pop()
+        try:
+            entries = sorted(current.iterdir())
+        except OSError as exc:
+            problems.append(Problem(str(current), None, field, f"cannot list the folder: {exc.strerror or exc}",
+                                    "make it readable"))
+            continue
+        for p in entries:
+            if p.name == "__pycache__":
+                continue
+            bad = _symlink_problem(p, folder, field)
+            if bad is not None:
+                problems.append(bad)
+                continue
+            if p.is_dir():
+                if p.is_symlink():
+                    problems.append(Problem(str(p), None, field, "symlink to a directory",
+                                            "replace it with a real directory holding the files"))
+                else:
+                    stack.append(p)
+                continue
+            if not p.is_file():
+                continue
+            text, found = read_text(p, field)
+            problems += found
+            if text is not None:
+                out[p.relative_to(root).as_posix()] = text
+    return dict(sorted(out.items()))
 
 
 def folder_record(folder: Path) -> tuple[dict[str, Any] | None, list[Problem], Any]:
@@ -145,7 +234,12 @@ def folder_record(folder: Path) -> tuple[dict[str, Any] | None, list[Problem], A
     if not toml_path.is_file():
         return None, [Problem(str(folder), None, "", "no task.toml in this folder",
                               "add task.toml (see docs/TASKS.md) or point at a folder that has one")], None
-    text = toml_path.read_text(encoding="utf-8")
+    bad = _symlink_problem(toml_path, folder, "")
+    if bad is not None:
+        return None, [bad], None
+    text, problems = read_text(toml_path)
+    if text is None:
+        return None, problems, None
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -153,13 +247,22 @@ def folder_record(folder: Path) -> tuple[dict[str, Any] | None, list[Problem], A
         return None, [Problem(file, int(m.group(1)) if m else None, "", f"invalid TOML: {exc}",
                               "fix the TOML syntax at that line")], None
     locate = toml_locator(text)
-    problems: list[Problem] = []
-    if "prompt" not in data and (folder / "prompt.md").is_file():
-        data["prompt"] = (folder / "prompt.md").read_text(encoding="utf-8")
+    prompt_md = folder / "prompt.md"
+    if "prompt" not in data and (prompt_md.is_file() or prompt_md.is_symlink()):
+        bad = _symlink_problem(prompt_md, folder, "prompt")
+        prompt, found_problems = (None, [bad]) if bad is not None else read_text(prompt_md, "prompt")
+        problems += found_problems
+        if prompt is None:
+            return None, problems, None
+        data["prompt"] = prompt
     for sub, field in FOLDER_DIRS.items():
+        if (folder / sub).is_symlink():
+            problems.append(Problem(str(folder / sub), None, field, "is a symlink",
+                                    f"make {sub}/ a real directory inside the task folder"))
+            continue
         if not (folder / sub).is_dir():
             continue
-        found = _read_tree(folder / sub, file, field, problems)
+        found = _read_tree(folder / sub, folder, field, problems)
         head, _, key = field.rpartition(".")
         target = data.setdefault(head, {}) if head else data
         if not isinstance(target, dict):

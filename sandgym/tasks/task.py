@@ -71,6 +71,14 @@ class TaskLimits:
     episode_timeout_s: float = 300.0
     max_observation_chars: int = 8000
 
+    def __post_init__(self) -> None:
+        from sandgym.tasks.validate import limit_error
+
+        for name in type(self).__dataclass_fields__:
+            bad = limit_error(name, getattr(self, name))
+            if bad is not None:
+                raise TaskError(f"limits.{name}={getattr(self, name)!r}: {bad[0]} (fix: {bad[1]})")
+
 
 @dataclass(frozen=True)
 class Task:
@@ -98,3 +106,8 @@ class Task:
             raise TaskError(f"task {self.id}: split={self.split!r} is not one of {SPLITS}")
         if not self.prompt.strip():
             raise TaskError(f"task {self.id}: prompt is empty; say what the agent must do")
+        from sandgym.tasks.validate import limit_error
+
+        bad = limit_error("difficulty", self.difficulty)
+        if bad is not None:
+            raise TaskError(f"task {self.id}: difficulty={self.difficulty!r}: {bad[0]} (fix: {bad[1]})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -22,6 +23,41 @@ from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
 NESTED: dict[str, type] = {"verifier": Verifier, "reference": Reference, "limits": TaskLimits}
 TEXT_MAPPINGS = ("files", "visible_tests", "tests", "traps")
 """Fields that map a relative file name to file text."""
+
+
+LIMIT_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "max_turns": (1, 1000, "turns"),
+    "exec_timeout_s": (0.1, 3600.0, "seconds"),
+    "episode_timeout_s": (1.0, 7 * 24 * 3600.0, "seconds"),
+    "max_observation_chars": (100, 10_000_000, "characters"),
+}
+"""Allowed range (inclusive) of each ``limits`` field: zero, negative, NaN and absurd values wreck episodes."""
+DIFFICULTY_BOUNDS = (1, 100)
+
+
+def limit_error(name: str, value: Any) -> tuple[str, str] | None:
+    """(message, fix) when ``limits.<name>`` (or ``difficulty``) is out of range, else None (types checked elsewhere)."""
+    lo: float
+    hi: float
+    if name == "difficulty":
+        lo, hi, unit = DIFFICULTY_BOUNDS[0], DIFFICULTY_BOUNDS[1], "(1 = easiest)"
+    elif name in LIMIT_BOUNDS:
+        lo, hi, unit = LIMIT_BOUNDS[name]
+    else:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or not lo <= value <= hi:
+        fix = f"set it between {lo:g} and {hi:g} {unit}"
+        if name in LIMIT_BOUNDS:
+            fix += f", or leave it out for the default ({getattr(_default_limits(), name):g})"
+        return f"{value!r} is out of range: must be a finite number between {lo:g} and {hi:g}", fix
+    return None
+
+
+@functools.cache
+def _default_limits() -> TaskLimits:
+    return TaskLimits()
 
 
 @dataclass(frozen=True)
@@ -190,6 +226,13 @@ def _semantic(data: Mapping[str, Any], file: str, where: Callable[[str], int | N
         add("id", "task id is empty", "give every task a unique id such as 'mysuite/task-001'")
     if not str(data["prompt"]).strip():
         add("prompt", "prompt is empty", "say what the agent must do")
+    checked = [("difficulty", data.get("difficulty"))]
+    if isinstance(data.get("limits"), Mapping):
+        checked += [(f"limits.{k}", v) for k, v in data["limits"].items()]
+    for name, value in checked:
+        bad = limit_error(name.rpartition(".")[2], value)
+        if bad is not None:
+            add(name, *bad)
     kind = v["kind"]
     if kind == "tests":
         if not v.get("tests"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,15 +14,12 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.\-/]+")
 
 def read_records(path: Path, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; bad lines become problems."""
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(str(path), number, "", f"invalid JSON: {exc.msg} at column {exc.colno}",
-                                    "write exactly one complete JSON object on this line"))
-            continue
+    from sandgym.tasks.load import iter_jsonl
+
+    if not path.exists():
+        problems.append(Problem(str(path), None, "", "no such file", "check the path of the JSONL file to import"))
+        return
+    for number, data in iter_jsonl(path, problems):
         if not isinstance(data, dict):
             problems.append(Problem(str(path), number, "", "a record must be a JSON object",
                                     "write one object per line"))
