@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from sandgym.envs.grading import isolation_kwargs
 from sandgym.envs.runtime import ToolContext
 from sandgym.envs.tools import Tool, ToolError
 from sandgym.sandbox.protocol import ExecResult
@@ -161,7 +162,8 @@ def run_tests(ctx: ToolContext) -> str:
     if not tests:
         return "This task has no visible tests; check your code with the python tool, then submit."
     expected = max(1, sum(len(re.findall(r"^\s*def test_", src, re.M)) for src in tests.values()))
-    report = ctx.sandbox.run_tests(tests, expected=expected, timeout=ctx.task.limits.exec_timeout_s)
+    report = ctx.sandbox.run_tests(tests, expected=expected, timeout=ctx.task.limits.exec_timeout_s,
+                                   **isolation_kwargs(ctx.task))
     if report.exec is not None:
         ctx.stats.record(report.exec)
     lines = [f"Visible tests: {report.passed} passed, {report.expected - report.passed} not passed "

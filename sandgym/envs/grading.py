@@ -12,9 +12,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sandgym.envs.runtime import ToolContext
 from sandgym.sandbox.protocol import TestReport
+from sandgym.tasks.task import Task
 
 __all__ = ["Grade", "grade", "match_answer", "signal_scores"]
 
@@ -108,6 +110,12 @@ def signal_scores(report: TestReport, signals: Mapping[str, Sequence[str]]) -> d
     return out
 
 
+def isolation_kwargs(task: Task) -> dict[str, Any]:
+    """``run_tests`` keywords for the task's isolation (none for the default, so older backends still work)."""
+    iso = task.verifier.isolation
+    return {} if iso == "process" else {"isolation": iso}
+
+
 def _record(ctx: ToolContext, report: TestReport) -> float:
     if report.exec is None:
         return 0.0
@@ -120,12 +128,13 @@ def grade(ctx: ToolContext) -> Grade:
     v = ctx.task.verifier
     answer = ctx.submitted if ctx.submitted is not None else ""
     if v.kind == "tests":
-        report = ctx.sandbox.run_tests(v.tests, expected=v.expected_tests)
+        kw = isolation_kwargs(ctx.task)
+        report = ctx.sandbox.run_tests(v.tests, expected=v.expected_tests, **kw)
         wall = _record(ctx, report)
         passed, errors = _count(report)
         traps_passed = 0
         if v.traps:
-            traps = ctx.sandbox.run_tests(v.traps, expected=v.expected_traps)
+            traps = ctx.sandbox.run_tests(v.traps, expected=v.expected_traps, **kw)
             wall += _record(ctx, traps)
             traps_passed = traps.passed
         signals = ctx.task.metadata.get("signals") or {}

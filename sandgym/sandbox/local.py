@@ -126,11 +126,12 @@ class LocalSandbox:
 
     def _spawn(self, mode: str) -> Channel:
         p = self._paths()
-        cfg: dict[str, object] = {k: p[k] for k in ("workspace", "grader", "site", "warm_dir")}
+        cfg: dict[str, object] = {k: p[k] for k in ("workspace", "grader", "site", "warm_dir", "rt")}
         cfg["kill_all"] = not self.weak
         return self.spawn_script(["worker.py", mode, ascii(cfg)], grader=True)
 
-    def spawn_script(self, args: Sequence[str], *, grader: bool) -> Channel:
+    def spawn_script(self, args: Sequence[str], *, grader: bool,
+                     ro_binds: Sequence[tuple[str, str]] = (), as_pid_1: bool = True) -> Channel:
         """Start ``python -I -S <runtime>/args[0] args[1:]`` in a fresh sandbox sharing this workspace."""
         self._rt = runtime.ensure_runtime(self._bwrap_override)  # rebuilt if a /tmp cleaner removed it
         p = self._paths()
@@ -142,7 +143,8 @@ class LocalSandbox:
             return Channel(argv, log=self._logf, cwd=self.host_workdir, env=self.base_env(), popen_kw=kw,
                            literal_requests=args[0] == "worker.py")
         argv = runtime.bwrap_argv(self._rt, work=self.host_workdir, grader=self._grader if grader else None,
-                                  tmp_mb=self.limits.tmp_mb, env={})
+                                  tmp_mb=self.limits.tmp_mb, env={}, ro_binds=ro_binds,
+                                  as_pid_1=as_pid_1)
         real = os.path.realpath(self.python)
         if not real.startswith("/usr/"):
             prefix = os.path.dirname(os.path.dirname(real))
@@ -272,8 +274,16 @@ class LocalSandbox:
         """Run a Python program with fresh state, in a child forked from the warm worker (no new interpreter)."""
         return self._to_result(self._request({"op": "python", "code": code}, self._timeout(timeout)))
 
-    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None) -> TestReport:
-        """Run hidden pytest files against the workspace; the report is structured, never an exit code."""
+    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None,
+                  isolation: str = "process") -> TestReport:
+        """Run hidden pytest files against the workspace; the report is structured, never an exit code.
+
+        ``isolation="process"`` (default): the agent's modules are imported in a sandbox of their own
+        (``solution_host.py``) and reach the tests only as plain data (``grader_link.py``). ``"in-process"``: the
+        tests import them into the grader's process (system tests that share env vars, /tmp or sockets).
+        """
+        if isolation not in ("process", "in-process"):
+            raise ValueError(f"isolation={isolation!r} must be 'process' or 'in-process'")
         names = list(tests)
         for name in names:
             if fsapi.split_path(name) != [name] or not name.endswith(".py"):
@@ -281,13 +291,24 @@ class LocalSandbox:
         if "pytest.ini" in names:
             raise ValueError("hidden tests may not include pytest.ini (the grader writes its own)")
         with self._lock:
+            self._check_open()
+            link: str | None = None
+            host: Channel | None = None
             try:
                 for name, text in tests.items():
                     fsapi.write_file(self._grader, name, text)
                 fsapi.write_file(self._grader, "pytest.ini", "[pytest]\n")
                 nonce = secrets.token_hex(16)  # a report without it (a blind write to the pipe) is rejected
-                res = self._request({"op": "pytest", "files": names, "nonce": nonce}, self._timeout(timeout))
+                req: dict[str, Any] = {"op": "pytest", "files": names, "nonce": nonce}
+                if isolation == "process":
+                    link, host = self._start_solution_host(nonce)
+                    req["link"] = self._in_grader(link)
+                res = self._request(req, self._timeout(timeout))
             finally:
+                if host is not None:
+                    host.kill()
+                if link is not None:
+                    fsapi.remove_tree(link)
                 for name in [*names, "pytest.ini"]:
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(self._grader, name))
@@ -303,6 +324,27 @@ class LocalSandbox:
             outcomes.append(TestOutcome(name=name, outcome=kind, message=str(o.get("message", ""))))
         return TestReport(expected=expected, outcomes=tuple(outcomes), exec=self._to_result(res),
                           report_found=report is not None)
+
+    def _start_solution_host(self, nonce: str) -> tuple[str, Channel]:
+        """The solution's own sandbox for one grading run, and the FIFO pair that links it to the grader.
+
+        It shares the workspace but not the grader's directory: the hidden tests, the report pipe and the worker
+        are out of its reach (docs/SANDBOX.md, "Grading the agent cannot reach").
+        """
+        link = os.path.join(self._grader, f"link-{nonce}")
+        os.mkdir(link, 0o755)
+        for end in ("req", "rep"):
+            os.mkfifo(os.path.join(link, end), 0o600)
+            if self.uid is not None:
+                os.chown(os.path.join(link, end), self.uid, self.uid)
+        in_link = link if self.weak else runtime.IN_LINK
+        cfg = {"workspace": self._paths()["workspace"], "link": in_link, "limits": self.limits_dict()}
+        ch = self.spawn_script(["solution_host.py", ascii(cfg)], grader=False,
+                               ro_binds=[] if self.weak else [(link, runtime.IN_LINK)])
+        return link, ch
+
+    def _in_grader(self, host_path: str) -> str:
+        return host_path if self.weak else runtime.IN_GRADER + "/" + os.path.basename(host_path)
 
     def _timeout(self, timeout: float | None) -> float:
         t = self.limits.timeout_s if timeout is None else float(timeout)

@@ -136,12 +136,14 @@ class Sandbox(Protocol):
         ...
 
     def run_tests(
-        self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None
+        self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None, isolation: str = "process"
     ) -> TestReport:
         """Run pytest on hidden test files against the workspace.
 
         The files are placed where the agent's code cannot write them, ``conftest.py`` and ``sitecustomize.py``
-        in the workspace have no effect, and the report is structured (never an exit code alone).
+        in the workspace have no effect, and the report is structured (never an exit code alone). Backends that
+        can, accept ``isolation="in-process"`` (keyword) for tests that must share the solution's process; the
+        default keeps the agent's code out of the grader's process (``Verifier.isolation``).
         """
         ...
 

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,9 @@ MAX_SLOTS = 256
 IN_RT = "/opt/sandgym"
 IN_WORK = "/workspace"
 IN_GRADER = "/.grader"
+IN_LINK = "/.link"
 PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
-_SCRIPTS = ("worker.py", "worker_pytest.py", "repl.py")
+_SCRIPTS = ("worker.py", "worker_pytest.py", "repl.py", "wire.py", "grader_link.py", "solution_host.py")
 _build_lock = threading.Lock()
 
 FIX_NAMESPACES = (
@@ -247,11 +249,18 @@ def acquire_slot(slot: int | None = None) -> SlotLease:
     )
 
 
-def bwrap_argv(rt: Runtime, *, work: str, grader: str | None, tmp_mb: int, env: dict[str, str]) -> list[str]:
-    """The bwrap command line: every namespace, no caps, no env, read-only system, private work and /tmp."""
+def bwrap_argv(rt: Runtime, *, work: str, grader: str | None, tmp_mb: int, env: dict[str, str],
+               ro_binds: Sequence[tuple[str, str]] = (), as_pid_1: bool = True) -> list[str]:
+    """The bwrap command line: every namespace, no caps, no env, read-only system, private work and /tmp.
+
+    ``--as-pid-1``: the sandbox's own script is pid 1 (non-dumpable, and immune to signals from inside), not a
+    bwrap init that anything in the sandbox could ptrace to reach the host's pipes. The REPL session opts out: it
+    runs the agent's code itself, so its pipes carry nothing the agent does not already control.
+    """
     assert rt.bwrap is not None
     argv = [
         rt.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+        *(["--as-pid-1"] if as_pid_1 else []),
         "--cap-drop", "ALL", "--clearenv", "--hostname", "sandbox",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
@@ -264,6 +273,8 @@ def bwrap_argv(rt: Runtime, *, work: str, grader: str | None, tmp_mb: int, env: 
     ]  # fmt: skip
     if grader is not None:
         argv += ["--ro-bind", grader, IN_GRADER]
+    for src, dest in ro_binds:
+        argv += ["--ro-bind", src, dest]
     argv += ["--chdir", IN_WORK]
     for k, v in env.items():
         argv += ["--setenv", k, v]

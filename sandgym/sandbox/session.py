@@ -40,7 +40,7 @@ class LocalCodeSession:
         p = self._sb._paths()
         cfg = {"workspace": p["workspace"], "site": p["site"], "limits": self._sb.limits_dict(),
                "kill_all": not self._sb.weak}
-        ch = self._sb.spawn_script(["repl.py", json.dumps(cfg)], grader=False)
+        ch = self._sb.spawn_script(["repl.py", json.dumps(cfg)], grader=False, as_pid_1=False)
         try:
             ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
         except (ChannelDead, ChannelTimeout) as exc:

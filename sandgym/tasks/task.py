@@ -11,6 +11,8 @@ from sandgym.errors import TaskError
 Split = Literal["train", "heldout"]
 VerifierKind = Literal["tests", "match", "script"]
 Matcher = Literal["exact", "normalized", "number", "contains", "regex", "set"]
+Isolation = Literal["process", "in-process"]
+ISOLATIONS: tuple[str, ...] = ("process", "in-process")
 
 SPLITS: tuple[str, ...] = ("train", "heldout")
 VERIFIER_KINDS: tuple[str, ...] = ("tests", "match", "script")
@@ -37,8 +39,16 @@ class Verifier:
     answer: str | None = None
     matcher: Matcher = "normalized"
     script: str | None = None
+    isolation: Isolation = "process"
+    """``process`` (default): the agent's modules run in a sandbox of their own and only plain data reaches the
+    tests (always-equal objects, patched builtins and pytest tampering cannot score). ``in-process``: the tests
+    import the agent's code into the grader's own process, for system tests that share environment variables,
+    /tmp or sockets with the code under test; such tasks keep the in-process tampering limit (docs/SANDBOX.md)."""
 
     def __post_init__(self) -> None:
+        if self.isolation not in ISOLATIONS:
+            raise TaskError(f"verifier.isolation={self.isolation!r} is not one of {ISOLATIONS}; use 'process' "
+                            "unless the tests must share the solution's process")
         if self.kind not in VERIFIER_KINDS:
             raise TaskError(f"verifier.kind={self.kind!r} is not one of {VERIFIER_KINDS}; pick one of them")
         if self.kind == "tests" and (not self.tests or self.expected_tests <= 0):

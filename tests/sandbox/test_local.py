@@ -106,9 +106,32 @@ def test_background_process_does_not_outlive_the_call(sb: LocalSandbox) -> None:
     assert "sleep" not in sb.exec("ps -eo comm").stdout
 
 
-def test_worker_killed_by_agent_is_reported_and_restarted(sb: LocalSandbox) -> None:
+def test_agent_cannot_kill_or_trace_the_worker(sb: LocalSandbox) -> None:
+    """The worker is pid 1 of the sandbox (bwrap --as-pid-1): signals from inside cannot kill it, and it is
+    non-dumpable, so nothing in the sandbox can ptrace it or open its pipes through /proc."""
     restarts = sb.restarts
-    r = sb.exec("kill -9 -1; kill -9 $PPID; sleep 5", timeout=10)
+    r = sb.exec("kill -9 -1; kill -9 1; kill -9 $PPID; echo pid=$PPID; cat /proc/1/status | grep -i ^uid; "
+                "ls -l /proc/1/fd/ 2>&1 | head -3", timeout=10)
+    assert r.exit_code == 0 and "pid=1" in r.stdout, r
+    assert "Permission denied" in r.stdout or "cannot" in r.stdout.lower() or "cannot" in r.stderr.lower(), r
+    code = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "print(libc.ptrace(16, 1, 0, 0), ctypes.get_errno())")  # PTRACE_ATTACH pid 1
+    out = sb.run_python(code).stdout.split()
+    assert out[0] == "-1" and int(out[1]) in (1, 13), out  # EPERM / EACCES
+    assert sb.run_python("print('back')").stdout == "back\n"
+    assert sb.restarts == restarts
+
+
+def test_worker_killed_from_outside_is_reported_and_restarted(sb: LocalSandbox) -> None:
+    import signal
+    import threading
+
+    restarts = sb.restarts
+    sb.wait_ready()
+    assert sb._worker is not None
+    pid = sb._worker.proc.pid
+    threading.Timer(1.0, lambda: os.killpg(pid, signal.SIGKILL)).start()
+    r = sb.exec("sleep 5", timeout=10)
     assert r.exit_code == 137 and not r.timed_out and "worker was killed" in r.stderr
     assert sb.run_python("print('back')").stdout == "back\n"
     assert sb.restarts == restarts + 1
@@ -217,8 +240,8 @@ def test_hidden_tests_can_use_common_fixtures(sb: LocalSandbox) -> None:
 def test_os_exit_hack_earns_nothing(sb: LocalSandbox) -> None:
     sb.write_file("solution.py", "import os\nos._exit(0)\n")
     rep = sb.run_tests(TESTS, expected=3)
-    assert rep.exec is not None and rep.exec.exit_code == 0  # the exit code alone would say "success"
     assert rep.passed == 0 and not rep.all_passed and rep.fraction == 0.0
+    assert "exited" in rep.outcomes[0].message  # the grader outlives the solution's process and says why
 
 
 def test_blind_write_of_a_fake_report_is_rejected(sb: LocalSandbox) -> None:
@@ -227,7 +250,7 @@ def test_blind_write_of_a_fake_report_is_rejected(sb: LocalSandbox) -> None:
     lines = "\\n".join(fake % (n, n) for n in ("one", "two", "three"))
     sb.write_file("solution.py", f"import os\nos.write(3, b'{lines}\\n')\nos._exit(0)\n")
     rep = sb.run_tests(TESTS, expected=3)
-    assert rep.passed == 0 and not rep.report_found
+    assert rep.passed == 0 and not any("test_x" in o.name for o in rep.outcomes)
 
 
 def test_planted_conftest_and_sitecustomize_are_ignored(sb: LocalSandbox) -> None:
@@ -247,13 +270,16 @@ def test_planted_conftest_and_sitecustomize_are_ignored(sb: LocalSandbox) -> Non
 
 
 def test_hidden_tests_invisible_and_read_only(sb: LocalSandbox) -> None:
-    sb.write_file("solution.py", "import os\nopen('/workspace/seen.txt', 'w').write(repr(os.listdir('/.grader')))\n"
+    """The solution runs in a sandbox without the grader's directory: even while it is graded it sees no hidden
+    test, in /.grader or anywhere else."""
+    sb.write_file("solution.py", "import glob, os\nopen('/workspace/seen.txt', 'w').write(repr(\n"
+                  "    [os.path.exists('/.grader'), glob.glob('/*/test_hidden*') + glob.glob('/*/*/test_hidden*') + glob.glob('/.*/test_hidden*')]))\n"
                   "def add(a, b):\n    return a + b\n")
     assert sb.run_tests(TESTS, expected=3).passed == 3
+    assert sb.read_file("seen.txt") == "[False, []]"
     assert sb.exec("ls -A /.grader").stdout == ""  # removed again after grading
     r = sb.exec("echo 'def test_x(): pass' > /.grader/test_planted.py")
     assert r.exit_code != 0
-    assert "test_hidden.py" in sb.read_file("seen.txt")  # visible only while grading
 
 
 def test_run_tests_rejects_bad_names(sb: LocalSandbox) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sandgym.errors import TaskError
-from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
+from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier
 
 MAX_DIFFICULTY = 4
 """Every built-in family accepts difficulty 1 (very easy: one-line functions, ~1K-token documents) .. 4."""
@@ -184,6 +184,7 @@ def coding_task(
     traps: Mapping[str, str] | None = None,
     expected_traps: int = 0,
     limits: TaskLimits | None = None,
+    isolation: Isolation = "process",
 ) -> Task:
     """Assemble a coding Task with a ``tests`` verifier (``traps``: hidden edge-case tests graded apart)."""
     metadata: dict[str, Any] = {"entry_file": entry_file, "problem": key, "seed": seed}
@@ -195,7 +196,8 @@ def coding_task(
         split=split,  # type: ignore[arg-type]
         prompt=prompt,
         verifier=Verifier(kind="tests", tests=dict(tests), expected_tests=expected_tests,
-                          traps=dict(traps or {}) if expected_traps else {}, expected_traps=expected_traps),
+                          traps=dict(traps or {}) if expected_traps else {}, expected_traps=expected_traps,
+                          isolation=isolation),
         files=dict(files),
         visible_tests=dict(visible_tests or {}),
         reference=Reference(files=dict(reference_files)),

@@ -1,0 +1,326 @@
+"""The grader's side of the grading boundary: the agent's modules imported as proxies to another process.
+
+Runs INSIDE the sandbox, in the pytest child of the warm worker (``worker_pytest.py``), which is non-dumpable and
+alone holds the report pipe. An import hook (first on ``sys.meta_path``) answers every module that lives in the
+workspace and nowhere else with a ``ProxyModule``: its attributes, calls and protocol operations (``len``, ``iter``,
+``[]``, ``in``, ``with``) are requests over the link FIFOs to ``solution_host.py``, which runs the agent's code in
+a sandbox of its own. Replies are decoded by ``wire.decode`` into builtin values; whatever else the solution
+returns is a ``Remote`` handle that never compares equal to a value and has no truth value of its own. So nothing
+the agent's code does (always-equal objects, patched builtins, patched pytest, forged reports, ptrace) reaches
+this process. Mutations of list/dict/set arguments are copied back and a returned argument keeps its identity,
+so tests of purity and aliasing (``out is not xs``, ``xs == before``) keep their meaning.
+"""
+
+import builtins
+import importlib.abc
+import importlib.machinery
+import os
+import select
+import sys
+import types
+
+import wire
+
+_LINK = None
+_EXC_CLASSES: dict = {}
+
+
+class SolutionError(RuntimeError):
+    """The solution's process failed in a way that is not an exception of its code (it exited, hung, lied)."""
+
+
+def _wait(fd, seconds):
+    r, _, _ = select.select([fd], [], [], seconds)
+    return bool(r)
+
+
+class Link:
+    """Requests to the solution's process; every reply is data."""
+
+    def __init__(self, path, deadline):
+        self.rfd = os.open(os.path.join(path, "rep"), os.O_RDWR | os.O_CLOEXEC)
+        self.wfd = os.open(os.path.join(path, "req"), os.O_RDWR | os.O_CLOEXEC)
+        self.deadline = deadline
+        self.buf = b""
+        self.n = 0
+        self.dead = None
+
+    def request(self, msg):
+        if self.dead is not None:
+            raise SolutionError(self.dead)
+        self.n += 1
+        msg["n"] = self.n
+        wire.write_all(self.wfd, wire.dumps(msg))
+        while True:
+            try:
+                line, self.buf = wire.read_line(self.rfd, self.buf, self.deadline, 64 << 20, _wait)
+            except TimeoutError:
+                self.dead = "the solution did not answer before the grading deadline"
+                raise SolutionError(self.dead) from None
+            except wire.WireError as exc:
+                self.dead = f"the link to the solution broke: {exc}"
+                raise SolutionError(self.dead) from None
+            reply = wire.loads(line)
+            if "dead" in reply:
+                self.dead = f"the solution's process exited (exit code {reply.get('dead')!r})"
+                raise SolutionError(self.dead)
+            if reply.get("n") == self.n:
+                break  # anything else is a stale or forged line: ignored
+        if "err" in reply:
+            raise _exception(reply["err"])
+        return reply
+
+
+def _decode(node, args=None):
+    def from_tag(tag, payload):
+        if tag == "h" and type(payload) is list and len(payload) == 3 and type(payload[0]) is int:
+            return Remote(payload[0], str(payload[1]), str(payload[2]))
+        if tag == "x" and type(payload) is list and len(payload) == 2:
+            return _exc_class(payload[0], payload[1])
+        if tag == "a" and args is not None:
+            if type(payload) is int and 0 <= payload < len(args[0]):
+                return args[0][payload]
+            if type(payload) is str and payload in args[1]:
+                return args[1][payload]
+        raise wire.WireError(f"unexpected {tag!r} node from the solution")
+
+    try:
+        return wire.decode(node, from_tag)
+    except (TypeError, ValueError, KeyError, IndexError, RecursionError) as exc:
+        raise SolutionError(f"malformed value from the solution: {exc!r}") from None
+
+
+def _encode(value):
+    def handle_of(obj):
+        if type(obj) is Remote:
+            return {"h": object.__getattribute__(obj, "_id")}
+        raise TypeError(f"a {type(obj).__name__} cannot be passed to the solution (only plain data and the "
+                        "solution's own objects cross the grading boundary)")
+
+    return wire.encode(value, handle_of)
+
+
+def _exc_class(chain, base):
+    """A local exception class standing for the solution's class (cached, so pytest.raises matches)."""
+    base_cls = getattr(builtins, base, Exception) if isinstance(base, str) else Exception
+    if not (isinstance(base_cls, type) and issubclass(base_cls, Exception)):
+        base_cls = Exception  # SystemExit/KeyboardInterrupt subclasses never stop the grader
+    cls = base_cls
+    for item in reversed(chain if type(chain) is list else []):
+        if type(item) is not list or len(item) != 3:
+            continue
+        key = (item[0], str(item[1]))
+        if key not in _EXC_CLASSES:
+            _EXC_CLASSES[key] = type(str(item[1]), (cls,), {"__module__": str(item[2])})
+        cls = _EXC_CLASSES[key]
+    return cls
+
+
+def _exception(err):
+    if type(err) is not dict:
+        return SolutionError("malformed error from the solution")
+    name, message = str(err.get("n")), str(err.get("m", ""))[:2000]
+    args = None
+    if err.get("a") is not None:
+        try:
+            args = _decode(err["a"])
+        except SolutionError:
+            args = None
+    if err.get("builtin") and isinstance(getattr(builtins, name, None), type):
+        cls = getattr(builtins, name)
+        if not issubclass(cls, Exception):
+            cls = SolutionError
+    elif type(err.get("x")) is list and len(err["x"]) == 2:
+        cls = _exc_class(*err["x"])
+    else:
+        cls = SolutionError
+    try:
+        exc = cls(*args) if type(args) is list else cls(message)
+    except Exception:  # noqa: BLE001 - an exception class whose constructor wants other arguments
+        exc = SolutionError(f"{name}: {message}")
+    tb = str(err.get("tb", ""))
+    if tb:
+        exc.__notes__ = [f"raised in the solution's process:\n{tb}"]
+    return exc
+
+
+def _link():
+    if _LINK is None:
+        raise SolutionError("the grading link was not installed")
+    return _LINK
+
+
+def _call_remote(msg):
+    return _decode(_link().request(msg).get("ok"))
+
+
+class Remote:
+    """A handle to one of the solution's objects: call it, read or set attributes, pass it back; never a value."""
+
+    __slots__ = ("_id", "_kind", "_type")
+
+    def __init__(self, id_, kind, type_name):
+        object.__setattr__(self, "_id", id_)
+        object.__setattr__(self, "_kind", kind)
+        object.__setattr__(self, "_type", type_name)
+
+    def _proto(self, name, *args):
+        return _call_remote({"op": "proto", "h": object.__getattribute__(self, "_id"), "name": name,
+                             "args": [_encode(a) for a in args]})
+
+    def __getattr__(self, name):
+        return _call_remote({"op": "getattr", "h": object.__getattribute__(self, "_id"), "name": name})
+
+    def __setattr__(self, name, value):
+        _call_remote({"op": "setattr", "h": object.__getattribute__(self, "_id"), "name": name,
+                      "value": _encode(value)})
+
+    def __call__(self, *args, **kwargs):
+        reply = _link().request({"op": "call", "h": object.__getattribute__(self, "_id"),
+                               "args": [_encode(a) for a in args],
+                               "kwargs": [[k, _encode(v)] for k, v in kwargs.items()]})
+        back = reply.get("back")
+        for item in back if type(back) is list else []:  # the solution's changes to list/dict/set arguments, applied to the test's objects
+            if type(item) is list and len(item) == 2:
+                _copy_back(args[item[0]] if type(item[0]) is int and 0 <= item[0] < len(args)
+                           else kwargs.get(item[0]) if type(item[0]) is str else None, _decode(item[1]))
+        return _decode(reply.get("ok"), (args, kwargs))
+
+    def __len__(self):
+        n = self._proto("len")
+        if type(n) is not int:
+            raise TypeError("the solution's __len__ did not return an int")
+        return n
+
+    def __iter__(self):
+        it = self._proto("iter")
+        return it if type(it) is Remote else iter(it)
+
+    def __next__(self):
+        return self._proto("next")  # the solution's StopIteration arrives as the builtin one
+
+    def __getitem__(self, key):
+        return self._proto("getitem", key)
+
+    def __setitem__(self, key, value):
+        self._proto("setitem", key, value)
+
+    def __delitem__(self, key):
+        self._proto("delitem", key)
+
+    def __contains__(self, item):
+        found = self._proto("contains", item)
+        if type(found) is not bool:
+            raise TypeError("the solution's __contains__ did not return a bool")
+        return found
+
+    def __enter__(self):
+        return self._proto("enter")
+
+    def __exit__(self, *exc):
+        return False if exc[0] is not None else self._proto("exit", None, None, None)
+
+    def __str__(self):
+        s = self._proto("str")
+        return s if type(s) is str else "<?>"
+
+    def __repr__(self):
+        try:
+            s = self._proto("repr")
+        except Exception:  # noqa: BLE001 - repr is for messages; never fail a test report on it
+            s = None
+        kind, type_name = object.__getattribute__(self, "_kind"), object.__getattribute__(self, "_type")
+        return s[:500] if type(s) is str else f"<solution {kind} {type_name}>"
+
+    def __bool__(self):  # the kind is the solution's word, so no handle has a truth value
+        raise TypeError(f"the solution returned a {object.__getattribute__(self, '_type')} object where a truth "
+                        "value was needed; return a plain bool")
+
+    def __eq__(self, other):
+        return type(other) is Remote and object.__getattribute__(other, "_id") == object.__getattribute__(self, "_id")
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(("sandgym-remote", object.__getattribute__(self, "_id")))
+
+
+def _copy_back(orig, new):
+    if type(orig) is list and type(new) is list:
+        if orig != new:
+            orig[:] = new
+    elif type(orig) in (dict, set) and type(new) is type(orig) and orig != new:
+        orig.clear()
+        orig.update(new)
+
+
+class ProxyModule(types.ModuleType):
+    """A module of the agent's, living in the solution's process; attribute access is remote."""
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        handle = self.__dict__.get("__sandgym_handle__")
+        if handle is None:
+            raise AttributeError(name)
+        return _call_remote({"op": "getattr", "h": handle, "name": name})
+
+    def __setattr__(self, name, value):
+        handle = self.__dict__.get("__sandgym_handle__")
+        if handle is None or (name.startswith("__") and name.endswith("__")) or isinstance(value, ProxyModule):
+            object.__setattr__(self, name, value)  # the import system's own bookkeeping stays local
+            return
+        _call_remote({"op": "setattr", "h": handle, "name": name, "value": _encode(value)})
+
+
+class _Loader(importlib.abc.Loader):
+    def create_module(self, spec):
+        reply = _link().request({"op": "import", "name": spec.name})
+        handle = _decode(reply.get("ok"))
+        if type(handle) is not Remote:
+            raise ImportError(f"the solution's module {spec.name!r} could not be imported")
+        mod = ProxyModule(spec.name)
+        names = reply.get("all")
+        object.__setattr__(mod, "__all__", [n for n in names if type(n) is str] if type(names) is list else [])
+        object.__setattr__(mod, "__file__", str(reply.get("file") or ""))
+        if reply.get("pkg"):
+            object.__setattr__(mod, "__path__", [])
+        object.__setattr__(mod, "__sandgym_handle__", object.__getattribute__(handle, "_id"))
+        return mod
+
+    def exec_module(self, module):
+        return None
+
+
+class SolutionFinder(importlib.abc.MetaPathFinder):
+    """Proxies the modules found in the workspace and nowhere else (stdlib and the grader's packages win)."""
+
+    def __init__(self, workspace):
+        self.workspace = workspace
+        self.tops = set()
+
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.partition(".")[0]
+        if top not in self.tops:
+            if "." in fullname or fullname in sys.builtin_module_names:
+                return None
+            others = [p for p in sys.path if p not in (self.workspace, "", ".")]
+            if importlib.machinery.PathFinder.find_spec(fullname, others) is not None:
+                return None
+            if importlib.machinery.FrozenImporter.find_spec(fullname) is not None:
+                return None
+            if importlib.machinery.PathFinder.find_spec(fullname, [self.workspace]) is None:
+                return None
+            self.tops.add(top)
+        spec = importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=None)
+        spec.has_location = False
+        return spec
+
+
+def install(link_dir, workspace, deadline):
+    """Route the workspace's modules through the link (call before pytest imports any test module)."""
+    global _LINK
+    _LINK = Link(link_dir, deadline)
+    sys.meta_path.insert(0, SolutionFinder(workspace))
+

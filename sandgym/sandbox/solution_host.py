@@ -1,0 +1,245 @@
+"""The solution's process during grading: imports the agent's modules and answers the grader's calls.
+
+Runs INSIDE a sandbox of its own (stdlib only): a bwrap that shares the workspace but never sees the grader's
+directory, the hidden tests or the grader's pipes (``LocalSandbox.run_tests`` starts it next to the warm worker).
+Pid 1 of that sandbox is this supervisor (non-dumpable, so nothing it forks can ptrace it); it forks one child that
+imports the agent's code and serves the grader's requests over the link FIFOs, one JSON line each way
+(``wire.py``). When the child dies, the supervisor tells the grader (``{"dead": ...}``) so the grader does not wait
+for a reply that will never come, and kills every process the child left.
+
+Nothing here is trusted by the grader: it decodes every reply as plain data (``grader_link.py``).
+"""
+
+import builtins
+import os
+import select
+import sys
+import traceback
+
+import wire
+
+CFG: dict = {}
+_BUILTIN_EXC = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)
+                and issubclass(getattr(builtins, n), BaseException)}
+
+
+def _prctl(option, arg):
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+    except Exception:
+        pass
+
+
+def _set_limits(lim):
+    import resource
+
+    for which, key, unit in ((resource.RLIMIT_AS, "as_mb", 1 << 20), (resource.RLIMIT_FSIZE, "fsize_mb", 1 << 20),
+                             (resource.RLIMIT_NPROC, "nproc", 1), (resource.RLIMIT_NOFILE, "nofile", 1)):
+        if lim.get(key) is not None:
+            try:  # noqa: SIM105
+                resource.setrlimit(which, (int(lim[key]) * unit, int(lim[key]) * unit))
+            except (ValueError, OSError):
+                pass
+
+
+class Server:
+    """The child: holds the agent's objects by id and answers one request per line."""
+
+    def __init__(self, rfd, wfd):
+        self.rfd, self.wfd = rfd, wfd
+        self.objects = {}
+        self.ids = {}
+
+    def handle_of(self, obj):
+        key = id(obj)
+        if key not in self.ids:
+            self.ids[key] = len(self.objects) + 1
+            self.objects[self.ids[key]] = obj
+        h = self.ids[key]
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            return {"x": self.exc_class(obj)}
+        kind = ("module" if type(obj).__name__ == "module" else "class" if isinstance(obj, type)
+                else "callable" if callable(obj) else "object")
+        return {"h": [h, kind, getattr(type(obj), "__name__", "?")]}
+
+    def exc_class(self, cls):
+        """[[id, name, module] for the agent's classes in the MRO..., the first builtin base's name]."""
+        chain, base = [], "Exception"
+        for c in cls.__mro__:
+            if c.__name__ in _BUILTIN_EXC and getattr(builtins, c.__name__) is c:
+                base = c.__name__
+                break
+            key = id(c)
+            if key not in self.ids:
+                self.ids[key] = len(self.objects) + 1
+                self.objects[self.ids[key]] = c
+            chain.append([self.ids[key], str(c.__name__), str(getattr(c, "__module__", ""))])
+        return [chain, base]
+
+    def enc(self, value, refs=None):
+        return wire.encode(value, self.handle_of) if not refs else _encode_refs(value, self.handle_of, refs)
+
+    def dec(self, node):
+        def from_tag(tag, payload):
+            if tag == "h":
+                return self.objects[payload]
+            raise wire.WireError(f"unknown tag {tag!r}")
+
+        return wire.decode(node, from_tag)
+
+    def error(self, exc):
+        cls = type(exc)
+        name = cls.__name__
+        builtin = name in _BUILTIN_EXC and getattr(builtins, name) is cls
+        try:
+            args = wire.encode(list(exc.args), _no_handles)
+        except Exception:
+            args = None
+        tb = "".join(traceback.format_exception(cls, exc, exc.__traceback__)[-6:])[-3000:]
+        return {"err": {"n": name, "builtin": builtin, "x": None if builtin else self.exc_class(cls),
+                        "a": args, "m": _safe_str(exc)[:2000], "tb": tb}}
+
+    def answer(self, req):
+        op = req.get("op")
+        if op == "import":
+            import importlib
+
+            mod = importlib.import_module(req["name"])
+            names = getattr(mod, "__all__", None)
+            if not isinstance(names, (list, tuple)) or not all(type(n) is str for n in names):
+                names = [n for n in list(vars(mod)) if type(n) is str and not n.startswith("_")]
+            return {"ok": self.handle_of(mod), "pkg": hasattr(mod, "__path__"), "all": list(names)[:10000],
+                    "file": str(getattr(mod, "__file__", "") or "")}
+        obj = self.objects[req["h"]]
+        if op == "getattr":
+            return {"ok": self.enc(getattr(obj, req["name"]))}
+        if op == "setattr":
+            setattr(obj, req["name"], self.dec(req["value"]))
+            return {"ok": None}
+        if op == "call":
+            args = [self.dec(a) for a in req.get("args", [])]
+            kwargs = {k: self.dec(v) for k, v in req.get("kwargs", [])}
+            result = obj(*args, **kwargs)
+            refs = {id(a): {"a": i} for i, a in enumerate(args) if type(a) in (list, dict, set)}
+            refs.update({id(v): {"a": k} for k, v in kwargs.items() if type(v) in (list, dict, set)})
+            back = [[i, self.enc(a)] for i, a in enumerate(args) if type(a) in (list, dict, set)]
+            back += [[k, self.enc(v)] for k, v in kwargs.items() if type(v) in (list, dict, set)]
+            return {"ok": self.enc(result, refs), "back": back}
+        if op == "proto":
+            name = req["name"]
+            args = [self.dec(a) for a in req.get("args", [])]
+            fn = _PROTO[name]
+            return {"ok": self.enc(fn(obj, *args))}
+        raise wire.WireError(f"unknown op {op!r}")
+
+    def serve(self):
+        buf = b""
+        while True:
+            try:
+                line, buf = wire.read_line(self.rfd, buf, float("inf"), 64 << 20, _wait)
+            except wire.WireError:
+                os._exit(0)
+            try:
+                req = wire.loads(line)
+                reply = self.answer(req)
+            except BaseException as exc:  # noqa: BLE001 - every error of the agent's code goes back as data
+                if isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit)):
+                    exc = RuntimeError(f"the solution raised {type(exc).__name__}{exc.args!r}")
+                try:
+                    reply = self.error(exc)
+                except BaseException:  # noqa: BLE001
+                    reply = {"err": {"n": "RuntimeError", "builtin": True, "x": None, "a": None,
+                                     "m": "the solution raised an exception that cannot be described", "tb": ""}}
+            reply["n"] = req.get("n") if isinstance(req, dict) else None
+            try:
+                data = wire.dumps(reply)
+            except (TypeError, ValueError, RecursionError):
+                data = wire.dumps({"err": {"n": "RuntimeError", "builtin": True, "x": None, "a": None,
+                                           "m": "the solution's reply could not be encoded", "tb": ""}, "n": None})
+            wire.write_all(self.wfd, data)
+
+
+def _safe_str(exc):
+    try:
+        return str(exc)
+    except BaseException:  # noqa: BLE001
+        return f"<{type(exc).__name__}>"
+
+
+def _no_handles(obj):
+    raise wire.WireError("not plain")
+
+
+def _encode_refs(value, handle_of, refs):
+    hit = refs.get(id(value))
+    if hit is not None:
+        return hit
+    return wire.encode(value, handle_of)
+
+
+def _contains(obj, item):
+    return item in obj
+
+
+def _setitem(obj, key, value):
+    obj[key] = value
+
+
+def _delitem(obj, key):
+    del obj[key]
+
+
+_PROTO: dict = {"len": len, "iter": iter, "next": next, "getitem": lambda o, k: o[k], "setitem": _setitem,
+          "delitem": _delitem, "contains": _contains, "str": str, "repr": repr,
+          "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a)}
+
+
+def _wait(fd, seconds):
+    r, _, _ = select.select([fd], [], [], min(seconds, 3600.0))
+    return bool(r)
+
+
+def _child(rfd, wfd):
+    _set_limits(CFG.get("limits") or {})
+    os.setsid()
+    os.chdir(CFG["workspace"])
+    sys.path[:] = [CFG["workspace"]] + [p for p in sys.path if p not in ("", CFG["workspace"])]
+    sys.dont_write_bytecode = True
+    sys.argv = ["solution"]
+    Server(rfd, wfd).serve()
+
+
+def main():
+    global CFG
+    CFG = eval(sys.argv[1], {"__builtins__": {}}, {})  # a literal written by the trusted host
+    _prctl(4, 0)  # PR_SET_DUMPABLE=0: nothing forked from here can ptrace us or open our fds via /proc
+    link = CFG["link"]
+    rfd = os.open(os.path.join(link, "req"), os.O_RDWR | os.O_CLOEXEC)  # O_RDWR: never blocks on a FIFO
+    wfd = os.open(os.path.join(link, "rep"), os.O_RDWR | os.O_CLOEXEC)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # the agent's prints go to the sandbox log, never into a reply
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.set_inheritable(rfd, False)
+            os.set_inheritable(wfd, False)
+            _child(rfd, wfd)
+        finally:
+            os._exit(70)
+    os.close(rfd)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    try:  # noqa: SIM105 (contextlib costs imports; this runs once per grading)
+        os.kill(-1, 9)  # whatever the solution left behind
+    except OSError:
+        pass
+    wire.write_all(wfd, wire.dumps({"dead": code}))
+    while True:  # stay pid 1 until the host kills this sandbox (the grader may still read)
+        select.select([], [], [], 3600.0)
+
+
+if __name__ == "__main__":
+    main()

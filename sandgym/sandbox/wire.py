@@ -1,0 +1,142 @@
+"""Plain data across the grading boundary: the codec between the grader and the process that runs the solution.
+
+Runs INSIDE the sandbox (stdlib only), on both sides of the link that ``grader_link.py`` (the grader) and
+``solution_host.py`` (the solution's process) talk over. Only exact builtin values cross as values: None, bool,
+int, float, complex, str, bytes, list, tuple, dict, set and frozenset, nested. Anything else the solution produces
+(its functions, classes, instances) crosses as a *handle*: an id that the grader can only call, read attributes of
+or pass back, never compare by value. So an object whose ``__eq__`` always returns True, or whose ``__bool__`` is
+always True, never reaches the grader's comparisons: what the grader compares was decoded here, in its own process,
+into real builtin values.
+
+Every JSON object on the wire is a tagged node (``{"l": [...]}`` a list, ``{"h": 3}`` a handle, ...); bare JSON
+strings, numbers, booleans and null are themselves.
+"""
+
+import json
+
+MAX_DEPTH = 200
+"""Nesting deeper than this is refused (in both directions) instead of recursing without bound."""
+
+
+class WireError(Exception):
+    """A value that cannot cross, or a malformed message."""
+
+
+def encode(value, handle_of, depth=0):
+    """The wire form of ``value``; ``handle_of(obj)`` gives the node of anything that is not plain data."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"value nested deeper than {MAX_DEPTH} levels")
+    t = type(value)
+    if value is None or t is bool or t is str:
+        return value
+    if t is int:
+        return value if -(2**53) < value < 2**53 else {"i": str(value)}
+    if t is float:
+        return {"f": repr(value)}
+    if t is complex:
+        return {"c": [repr(value.real), repr(value.imag)]}
+    if t is bytes:
+        return {"y": value.hex()}
+    if t is list:
+        return {"l": [encode(v, handle_of, depth + 1) for v in value]}
+    if t is tuple:
+        return {"t": [encode(v, handle_of, depth + 1) for v in value]}
+    if t is dict:
+        return {"d": [[encode(k, handle_of, depth + 1), encode(v, handle_of, depth + 1)] for k, v in value.items()]}
+    if t is set:
+        return {"s": [encode(v, handle_of, depth + 1) for v in value]}
+    if t is frozenset:
+        return {"z": [encode(v, handle_of, depth + 1) for v in value]}
+    return handle_of(value)
+
+
+_FLOATS = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+
+
+def _float(text):
+    if not isinstance(text, str) or len(text) > 400:
+        raise WireError(f"bad float {text!r}")
+    return _FLOATS[text] if text in _FLOATS else float(text)
+
+
+def decode(node, from_tag, depth=0):
+    """The value of a wire node, built from builtins only; ``from_tag(tag, payload)`` decodes handle-like nodes."""
+    if depth > MAX_DEPTH:
+        raise WireError(f"value nested deeper than {MAX_DEPTH} levels")
+    t = type(node)
+    if node is None or t is bool or t is str or t is int:
+        return node
+    if t is float:  # plain JSON numbers with a fraction never come from encode(); accept them as floats
+        return node
+    if t is not dict or len(node) != 1:
+        raise WireError(f"malformed wire node of type {t.__name__}")
+    ((tag, payload),) = node.items()
+    d = depth + 1
+    if tag == "i":
+        if not isinstance(payload, str) or len(payload) > 100_000:
+            raise WireError("bad integer")
+        return int(payload)
+    if tag == "f":
+        return _float(payload)
+    if tag == "c":
+        return complex(_float(payload[0]), _float(payload[1]))
+    if tag == "y":
+        return bytes.fromhex(payload)
+    if tag in ("l", "t", "s", "z"):
+        if type(payload) is not list:
+            raise WireError(f"malformed {tag!r} node")
+        items = [decode(v, from_tag, d) for v in payload]
+        return {"l": list, "t": tuple, "s": set, "z": frozenset}[tag](items)
+    if tag == "d":
+        if type(payload) is not list:
+            raise WireError("malformed dict node")
+        out = {}
+        for pair in payload:
+            if type(pair) is not list or len(pair) != 2:
+                raise WireError("malformed dict item")
+            out[decode(pair[0], from_tag, d)] = decode(pair[1], from_tag, d)
+        return out
+    return from_tag(tag, payload)
+
+
+def dumps(msg):
+    return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+
+
+def loads(line):
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"malformed message: {str(exc)[:200]}") from None
+    if type(msg) is not dict:
+        raise WireError("malformed message: not an object")
+    return msg
+
+
+def read_line(fd, buf, deadline, max_bytes, wait):
+    """(line, rest of buf) from ``fd``; ``wait(fd, seconds)`` blocks until readable; WireError on EOF/timeout/size."""
+    import os
+    import time
+
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no reply before the deadline")
+        if not wait(fd, left):
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise WireError("the link was closed")
+        buf += chunk
+        if len(buf) > max_bytes:
+            raise WireError(f"a message over {max_bytes} bytes")
+    line, _, rest = buf.partition(b"\n")
+    return line, rest
+
+
+def write_all(fd, data):
+    import os
+
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
