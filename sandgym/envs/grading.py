@@ -127,6 +127,7 @@ def grade(ctx: ToolContext) -> Grade:
     """Run the task's verifier against the episode's final state. Raises ``SandboxError`` on infra failure."""
     v = ctx.task.verifier
     answer = ctx.submitted if ctx.submitted is not None else ""
+    ctx.end_agent()
     if v.kind == "tests":
         kw = isolation_kwargs(ctx.task)
         report = ctx.sandbox.run_tests(v.tests, expected=v.expected_tests, **kw)

@@ -110,6 +110,19 @@ class ToolContext:
         self.stats.record(result)
         return result
 
+    def end_agent(self) -> None:
+        """Stop everything the agent started (its REPL session; the sandbox's own sessions and strays) before
+        grading, so that no process of the agent's can act while it is graded."""
+        session, self._session = self._session, None
+        self._has_session = False
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.close()
+        if self._sandbox is not None:
+            stop = getattr(self._sandbox, "end_agent_processes", None)
+            if stop is not None:
+                stop()
+
     def detach(self) -> Sandbox | None:
         """Close the session and hand the sandbox over (not closed) for reuse; None if it never started."""
         session, sandbox = self._session, self._sandbox

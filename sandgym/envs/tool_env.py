@@ -70,9 +70,9 @@ class ToolEnv(gym.Env[str, str]):
         reward_weights: ``name[@vN]`` -> weight (default: ``RewardConfig()``'s).
         max_turns, max_total_observation_chars, episode_timeout_s: budgets (a task's own limits can only be
             tightened); running out truncates the episode, which is still graded.
-        reuse_sandbox: keep the sandbox for the next episode and wipe its workspace and /tmp instead of starting a
-            fresh one (several times faster per episode). The sandbox kills stray processes after every call,
-            but a fresh sandbox per episode (the default) is the stronger guarantee against leaked state.
+        reuse_sandbox: keep the sandbox for the next episode instead of starting a fresh one, when its backend can
+            ``reset()`` (local: every process killed, workspace, /tmp and grader dir wiped, checked empty); other
+            backends get a fresh sandbox anyway.
         system_prompt: replaces the generated system prompt (``{entry_file}``/``{domain}`` are filled in).
         turn_rewards: score checkable intermediate states per turn (``intermediate@v1``, see
             ``sandgym.envs.intermediate``): every step's info carries ``turn_reward`` (the weight of
@@ -300,8 +300,11 @@ class ToolEnv(gym.Env[str, str]):
         sandbox = self._ctx.detach()
         if sandbox is None:
             return
+        reset = getattr(sandbox, "reset", None)  # only a backend that can prove itself clean is reused
         try:
-            wiped = sandbox.exec(["find", ".", "-mindepth", "1", "-delete"], timeout=10).exit_code == 0
+            if reset is not None:
+                reset()
+            wiped = reset is not None
         except Exception:  # noqa: BLE001 - a sandbox that cannot be wiped is replaced
             wiped = False
         if wiped and self._spare is None:

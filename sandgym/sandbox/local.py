@@ -203,8 +203,9 @@ class LocalSandbox:
             return "(no log)"
 
     def _request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        rid = secrets.token_hex(8)
         req = {**req, "timeout": timeout, "max_output": self.limits.max_output_bytes,
-               "limits": self.limits_dict(timeout)}
+               "limits": self.limits_dict(timeout), "rid": rid}
         with self._lock:
             if self._closed:
                 raise SandboxError("this sandbox is closed; create a new one")
@@ -226,6 +227,11 @@ class LocalSandbox:
             finally:
                 if not self.warm:
                     ch.kill()
+            if res.get("rid") != rid:  # only the worker (pid 1, non-dumpable) holds the pipe: never expected
+                ch.kill()
+                self._worker = None
+                return {"exit_code": None, "stdout": "", "stderr": "sandbox: a reply that did not answer this call "
+                        "came back; the sandbox was restarted and the call counts as failed\n", "killed": True}
         if "infra_error" in res:
             raise SandboxError(f"the sandbox worker failed internally: {res['infra_error'][-1500:]}")
         return res
@@ -379,6 +385,37 @@ class LocalSandbox:
         sess = LocalCodeSession(self)
         self._sessions.append(sess)
         return sess
+
+    def end_agent_processes(self) -> None:
+        """Close every session (the agent's REPLs); strays in the worker die after each call anyway. Grading
+        calls this first, so nothing the agent started can act while it is graded."""
+        with self._lock:
+            for sess in self._sessions:
+                sess.close()
+            self._sessions = []
+
+    def reset(self) -> None:
+        """Make this sandbox as new for the next episode: kill every process (worker, sessions, the slot uid's
+        leftovers), wipe the workspace, /tmp (a fresh worker gets a fresh tmpfs) and the grader dir, and check that
+        nothing is left. SandboxError if it is not clean (then close it and use a new one)."""
+        with self._lock:
+            self._check_open()
+            self.end_agent_processes()
+            if self._worker is not None:
+                self._worker.kill()
+                self._worker = None
+            if self.uid is not None:
+                runtime.kill_uid(self.uid)
+            for path, mode in ((self.host_workdir, 0o700), (self._grader, 0o755)):
+                fsapi.remove_tree(path)
+                os.mkdir(path, mode)
+            if self.uid is not None:
+                os.chown(self.host_workdir, self.uid, self.uid)
+            if os.listdir(self.host_workdir) or os.listdir(self._grader):
+                raise SandboxError("the sandbox could not be wiped for reuse; close it and create a new one")
+            self._worker_ready = False
+            if self.warm:
+                self._worker = self._spawn("serve")
 
     @property
     def alive(self) -> bool:

@@ -111,8 +111,8 @@ class SandboxPool:
         factory: creates one sandbox (e.g. ``lambda: make_sandbox("local", limits)``).
         size: concurrency cap (``acquire`` blocks when all are in use).
         prewarm: idle sandboxes to keep ready (default ``size``; 0 starts them on demand).
-        reuse: keep a healthy sandbox for the next episode instead of replacing it (faster, but files and any
-            tampering persist between episodes; default False).
+        reuse: keep a healthy sandbox for the next episode instead of replacing it, after its ``reset()`` (every
+            process killed, every writable path wiped and checked); backends without ``reset`` are replaced.
     """
 
     def __init__(self, factory: Callable[[], Sandbox], size: int = 2, *, prewarm: int | None = None,
@@ -225,7 +225,17 @@ class SandboxPool:
             if proxy.broken:
                 self._stats.replaced_broken += 1
             keep = self.reuse and healthy and not self._closed and len(self._idle) < self.prewarm
-            if keep:
+        if keep:  # reused only when the backend can wipe itself (every process, every writable path)
+            try:
+                reset = getattr(sb, "reset", None)
+                if reset is None:
+                    keep = False
+                else:
+                    reset()
+            except Exception:  # noqa: BLE001 - a sandbox that cannot be wiped is replaced
+                keep = False
+        if keep:
+            with self._lock:
                 self._idle.append(sb)
         if not keep:
             sb.close()

@@ -366,6 +366,7 @@ def main():
             import traceback
 
             res = {"infra_error": traceback.format_exc()[-4000:]}
+        res["rid"] = req.get("rid")  # the host matches every reply to its request
         _send(res)
         if mode == "oneshot":
             return
