@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sandgym.agents.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
 
 
 class MetricsLogger:
@@ -49,8 +52,45 @@ class MetricsLogger:
             self._tb.close()
 
 
+def _parse(line: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a run's JSONL log; a torn line (a run killed mid-write) is skipped with a warning."""
+    if not path.exists():
+        return []
+    out = []
+    for number, line in enumerate(path.read_bytes().decode("utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        record = _parse(line)
+        if record is None:
+            log.warning("%s:%d: skipped a torn or invalid line (%.60r)", path, number, line)
+            continue
+        out.append(record)
+    return out
+
+
 def _truncate_after(path: Path, step: int) -> None:
+    """Keep only lines of steps <= ``step``; a torn line (killed mid-write) or one without a step is dropped."""
     if not path.exists():
         return
-    kept = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and json.loads(line)["step"] <= step]
+    kept = []
+    dropped = 0
+    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        record = _parse(line)
+        if record is None or not isinstance(record.get("step"), (int, float)):
+            dropped += 1
+            continue
+        if record["step"] <= step:
+            kept.append(line)
+    if dropped:
+        log.warning("%s: dropped %d torn or invalid line(s) on resume", path, dropped)
     path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")

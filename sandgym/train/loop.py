@@ -9,7 +9,6 @@ the adapter disabled. Everything a run writes goes to ``config.out_dir``.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -28,15 +27,14 @@ from sandgym.train import runtime
 from sandgym.train.advantages import compute_advantages, per_step_advantages
 from sandgym.train.checkpoint import (
     TrainerState,
-    latest_checkpoint,
-    load_trainer_state,
+    resume_checkpoint,
     rng_state,
     save_checkpoint,
     set_rng_state,
 )
 from sandgym.train.config import TrainConfig
 from sandgym.train.domains import DomainMixer
-from sandgym.train.logger import MetricsLogger
+from sandgym.train.logger import MetricsLogger, read_jsonl
 from sandgym.train.periodic_eval import maybe_periodic_eval
 from sandgym.train.step import Sample, learner_update, make_samples
 
@@ -64,7 +62,7 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
     (run_dir / "config.toml").write_text(to_toml(config), encoding="utf-8")
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
-    ckpt = latest_checkpoint(run_dir) if resume else None
+    ckpt, state = resume_checkpoint(run_dir) if resume else (None, None)
     init_adapter = str(ckpt) if ckpt else runtime.initial_adapter(config, run_dir)
     policy = runtime.build_policy(config, adapter=init_adapter, trainable=True)
     optimizer = torch.optim.AdamW(
@@ -79,8 +77,7 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
         seed=config.seed,
     )
     start = 0
-    if ckpt is not None:
-        state = load_trainer_state(ckpt)
+    if ckpt is not None and state is not None:
         optimizer.load_state_dict(state.optimizer)
         set_rng_state(state.rng)
         mixer.load_state_dict(state.domains)
@@ -292,7 +289,7 @@ def load_metrics(run_dir: str | Path) -> list[dict[str, float]]:
     path = Path(run_dir) / "metrics.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path)
 
 
 __all__ = ["run", "TrainResult", "TrainingDiverged", "compute_batch_advantages", "load_metrics", "save_jsonl"]
