@@ -31,9 +31,17 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"config file {str(p)!r} does not exist; pass the path of a TOML file (see examples/)")
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = p.read_bytes()[: e.start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{line}: not UTF-8 text (byte 0x{e.object[e.start]:02x}); save the config as "
+                          "UTF-8 (e.g. iconv -t utf-8)") from None
+    except OSError as e:
+        raise ConfigError(f"config file {str(p)!r} cannot be read ({e.strerror or e}); check its permissions") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML ({e}); fix the syntax at that line") from e
+        raise ConfigError(f"{p}: not valid TOML ({e}); fix the syntax at that line") from None
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -58,6 +66,60 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
                 raise ConfigError(f"override {item!r}: {k!r} is not a section; check the key path")
         node[keys[-1]] = value
     return data
+
+
+def _section_class(tp: Any) -> Any:
+    """The dataclass inside ``tp`` (``X``, ``X | None``), or None."""
+    if dataclasses.is_dataclass(tp):
+        return tp
+    if get_origin(tp) in (Union, types.UnionType):
+        for a in get_args(tp):
+            if dataclasses.is_dataclass(a):
+                return a
+    return None
+
+
+def check_override_keys(cls: type, overrides: Sequence[str]) -> None:
+    """ConfigError naming the ``--set`` item whose key path is not a field of ``cls`` (with a suggestion)."""
+    for item in overrides:
+        keys, _ = parse_override(item)
+        if not keys:
+            raise ConfigError(f"--set {item!r} has an empty key; write it as section.key=value")
+        node: Any = cls
+        for i, key in enumerate(keys):
+            fields = {f.name: f for f in dataclasses.fields(node)}
+            if key not in fields:
+                where = ".".join(keys[:i])
+                close = difflib.get_close_matches(key, list(fields), n=1)
+                hint = f"did you mean {close[0]!r} (--set {'.'.join([*keys[:i], close[0]])}=...)?" if close else \
+                    f"known keys{' of [' + where + ']' if where else ''}: {', '.join(fields)}"
+                raise ConfigError(f"--set {item!r}: unknown key {'.'.join(keys[: i + 1])!r}; {hint}")
+            tp = get_type_hints(node)[key]
+            sub = _section_class(tp)
+            if i < len(keys) - 1:
+                if sub is None:
+                    if get_origin(tp) in (dict, Mapping) or tp in (dict, Any):
+                        break  # a free-form table: any key below it is allowed
+                    raise ConfigError(f"--set {item!r}: {'.'.join(keys[: i + 1])!r} is a value, not a section; "
+                                      f"write --set {'.'.join(keys[: i + 1])}=VALUE")
+                node = sub
+
+
+def load_dataclass(cls: type[T], path: str | Path | None, overrides: Sequence[str] = ()) -> T:
+    """TOML file (optional) + ``--set`` overrides -> ``cls``; each error names where the bad value came from
+    (the file, or the ``--set`` item)."""
+    check_override_keys(cls, overrides)
+    data = load_toml(path) if path is not None else {}
+    override_keys = {".".join(parse_override(item)[0]): item for item in overrides}
+    apply_overrides(data, overrides)
+    try:
+        return from_dict(cls, data)
+    except ConfigError as e:
+        msg = str(e)
+        for key, item in override_keys.items():
+            if msg.startswith((f"{key}=", f"{key} ", f"[{key}]")):
+                raise ConfigError(f"--set {item!r}: {msg}") from None
+        raise ConfigError(f"{path}: {msg}" if path else msg) from None
 
 
 def from_dict(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:

@@ -122,6 +122,23 @@ def _install_dir(tmp: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def missing_model_dir(name: str) -> str | None:
+    """"no such directory ..." when ``name`` is written as a path (absolute, ``./``, ``~``, a trailing ``/``, more
+    than one ``/``, or under an existing folder) that does not exist; None for anything else (a hub id or alias).
+    """
+    sname = os.fspath(name)
+    path = Path(sname).expanduser()
+    if path.exists() or is_embedded(sname):
+        return None
+    pathlike = (sname.startswith(("/", "./", "../", "~", ".")) or sname.endswith("/") or sname.count("/") > 1
+                or (os.sep in sname and path.parent != Path(".") and path.parent.is_dir()))
+    if not pathlike:
+        return None
+    parent = next((p for p in path.parents if p.is_dir()), None)
+    where = f" ({str(parent)!r} exists but holds no {path.relative_to(parent).parts[0]!r})" if parent else ""
+    return f"no such directory: {sname!r}{where}; check the path (a model, adapter or run directory)"
+
+
 def resolve_model(name: str | os.PathLike[str]) -> Path:
     """Turn a model name into a local directory: a path, the embedded ``smollm2-135m``, or a cached hub id.
 
@@ -130,6 +147,9 @@ def resolve_model(name: str | os.PathLike[str]) -> Path:
     """
     sname = os.fspath(name)
     path = Path(sname).expanduser()
+    missing = missing_model_dir(sname)
+    if missing is not None:
+        raise ModelNotAvailableError(f"model {sname!r}: {missing}")
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ModelNotAvailableError(f"model directory {sname!r} has no config.json; point at a transformers checkpoint")

@@ -20,7 +20,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--agent", default="oracle", choices=["oracle", "noop", "random"])
     p.add_argument("--episodes", type=int, default=8, help="episodes to run (tasks are cycled)")
     p.add_argument("--workers", type=int, default=2, help="worker threads, each with its own env")
-    p.add_argument("--out", default="results.jsonl", help="JSONL output, one line per episode")
+    p.add_argument("--out", default=None, help="JSONL output, one line per episode (default: "
+                   "runs/run/<env>-<agent>-<time>.jsonl)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--env-kwargs", default="{}", help='JSON of extra gymnasium.make kwargs, e.g. \'{"max_turns": 4}\'')
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -68,20 +69,29 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from sandgym.envs.runner import RunConfig, run
+    from sandgym.envs.runner import RunConfig, check_env, default_out, run
     from sandgym.errors import ConfigError
 
     try:
         env_kwargs = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--env-kwargs {args.env_kwargs!r} is not JSON ({exc.msg}); pass e.g. '{{\"max_turns\": 4}}'") from exc
+    except (ValueError, RecursionError) as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ConfigError(f"--env-kwargs {args.env_kwargs[:80]!r} is not JSON ({msg}); pass a JSON object, e.g. "
+                          "'{\"max_turns\": 4}'") from None
+    if not isinstance(env_kwargs, dict):
+        raise ConfigError(f"--env-kwargs {args.env_kwargs[:80]!r} is a JSON {type(env_kwargs).__name__}, not an "
+                          "object; pass e.g. '{\"max_turns\": 4}'")
+    try:
+        check_env(args.env, env_kwargs)
+    except ConfigError as exc:
+        raise ConfigError(f"--env / --env-kwargs: {exc}") from None
     config = RunConfig(env=args.env, tasks=args.tasks, agent=args.agent, episodes=args.episodes,
-                       workers=args.workers, out=args.out, seed=args.seed, env_kwargs=env_kwargs,
-                       progress=not args.no_progress)
+                       workers=args.workers, out=args.out or default_out(args.env, args.agent), seed=args.seed,
+                       env_kwargs=env_kwargs, progress=not args.no_progress)
     summary = run(config)
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"{config.agent} on {config.env}: {len(summary.results)} episodes, "
                         f"{summary.episodes_per_s:.2f} episodes/s")
     for col in ("family", "episodes", "success rate", "mean reward", "infra failures"):
@@ -168,7 +178,7 @@ def _cmd_rewards_audit(args: argparse.Namespace) -> int:
         table.add_column(fam, justify="right")
     for row in result.table_rows():
         table.add_row(*row)
-    console = Console()
+    console = Console(width=max(100, 26 + 16 * len(result.families)))
     console.print(table)
     json_path, md_path = write_report(result, out)
     if result.hacks:

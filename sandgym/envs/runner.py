@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -76,6 +77,93 @@ class RunSummary:
         return sum(r["success"] for r in self.results) / max(1, len(self.results))
 
 
+GYM_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker")
+"""Keywords ``gymnasium.make`` takes itself rather than passing to the env."""
+
+
+def env_ids() -> list[str]:
+    """The registered sandgym env ids (built-in first, then plugins)."""
+    import gymnasium as gym
+
+    import sandgym  # noqa: F401 - registers the envs and plugins
+    from sandgym.envs.registration import BUILTIN_ENVS, plugin_env_ids
+
+    return list(BUILTIN_ENVS) + [i for i in plugin_env_ids() if i in gym.registry and i not in BUILTIN_ENVS]
+
+
+def check_env(env_id: str, env_kwargs: Any) -> None:
+    """ConfigError for an unknown env id (listing the registered ids) or env kwargs the env does not take
+    (unknown keys with a suggestion, wrong types, not a JSON object), before any env or progress bar starts."""
+    import difflib
+    import inspect
+    import typing
+
+    import gymnasium as gym
+
+    if not isinstance(env_kwargs, dict):
+        raise ConfigError(f"env kwargs must be a JSON object such as {{\"max_turns\": 4}}, got "
+                          f"{type(env_kwargs).__name__} {json.dumps(env_kwargs)[:60]}")
+    ids = env_ids()
+    if env_id not in gym.registry:
+        close = difflib.get_close_matches(env_id, ids, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"unknown env id {env_id!r}; {hint}registered ids: {', '.join(ids)} "
+                          "(`sandgym envs` describes them)")
+    spec = gym.spec(env_id)
+    try:
+        creator = spec.entry_point if callable(spec.entry_point) else \
+            gym.envs.registration.load_env_creator(str(spec.entry_point))
+    except Exception:  # noqa: BLE001 - a broken plugin is reported when the env is made
+        return
+    # a subclass's __init__(**kwargs) passes them on: collect parameters down the MRO until a closed signature
+    targets = [c.__dict__["__init__"] for c in creator.__mro__ if "__init__" in c.__dict__] \
+        if inspect.isclass(creator) else [creator]
+    known: list[str] = []
+    hints: dict[str, Any] = {}
+    closed = False
+    for target in targets:
+        try:
+            params = inspect.signature(target).parameters
+        except (TypeError, ValueError):
+            return
+        known += [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                  and n != "self" and n not in known]
+        with contextlib.suppress(Exception):  # unresolvable annotations: the env checks its own arguments
+            hints = {**typing.get_type_hints(target), **hints}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            closed = True
+            break
+    if not closed:
+        return
+    for key in env_kwargs:
+        if key not in known and key not in GYM_MAKE_KWARGS:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"{env_id} takes: {', '.join(known)}"
+            raise ConfigError(f"env kwarg {key!r} is not a parameter of {env_id}; {hint}")
+    from sandgym.tasks.validate import type_error
+
+    for key, value in env_kwargs.items():
+        if key in hints:
+            err = type_error(value, hints[key])
+            if err:
+                raise ConfigError(f"env kwarg {key!r}: {err}; pass a value of type "
+                                  f"{_type_name(hints[key])} (e.g. --env-kwargs '{{\"max_turns\": 4}}')")
+
+
+def _type_name(tp: Any) -> str:
+    from sandgym.tasks.validate import type_name
+
+    return type_name(tp)
+
+
+def default_out(env: str, agent: str) -> str:
+    """``runs/run/<env>-<agent>-<time>.jsonl``: results go under runs/, never into the current folder."""
+    import re
+
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", env.split("/")[-1]).strip("_") or "env"
+    return f"runs/run/{slug}-{agent}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+
+
 def _make_env(config: RunConfig, tasks: list[Any] | None) -> Any:
     import gymnasium as gym
 
@@ -87,7 +175,12 @@ def _make_env(config: RunConfig, tasks: list[Any] | None) -> Any:
     try:
         return gym.make(config.env, **kwargs)
     except gym.error.Error as exc:
-        raise ConfigError(f"cannot make env {config.env!r}: {exc}; list ids with `sandgym envs`") from exc
+        raise ConfigError(f"cannot make env {config.env!r}: {exc}; list ids with `sandgym envs`") from None
+    except (TypeError, ValueError) as exc:  # a kwarg the signature check could not see
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"env {config.env!r} rejected --env-kwargs {json.dumps(config.env_kwargs)[:200]}: "
+                          f"{exc}; fix the named argument") from None
 
 
 def run(config: RunConfig) -> RunSummary:
@@ -95,6 +188,10 @@ def run(config: RunConfig) -> RunSummary:
     from sandgym.agents.scripted import make_agent, run_episode
     from sandgym.envs.tasksource import load_tasks
 
+    check_env(config.env, config.env_kwargs)
+    if config.out and (Path(config.out).is_dir() or any(p.exists() and not p.is_dir() for p in Path(config.out).parents)):
+        raise ConfigError(f"--out {config.out!r} must be a file path (its folder is created); it is a folder or "
+                          "lies under a file")
     tasks = None
     if config.tasks is not None:
         tasks = load_tasks(config.tasks, n=config.n_tasks or config.episodes, seed=config.seed)
@@ -106,6 +203,7 @@ def run(config: RunConfig) -> RunSummary:
     results: list[dict[str, Any] | None] = [None] * config.episodes
     errors: list[BaseException] = []
     lock = threading.Lock()
+    first_env = _make_env(config, tasks)  # a bad env or kwarg fails here, before threads and progress bars
     bar = None
     if config.progress:
         from tqdm import tqdm
@@ -114,7 +212,7 @@ def run(config: RunConfig) -> RunSummary:
 
     def worker(wid: int) -> None:
         try:
-            env = _make_env(config, tasks)
+            env = first_env if wid == 0 else _make_env(config, tasks)
         except BaseException as exc:
             errors.append(exc)
             return

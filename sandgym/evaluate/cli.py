@@ -70,6 +70,12 @@ def _eval(args: argparse.Namespace) -> int:
         ray_workers=args.ray_workers,
         ray_address=args.ray_address,
     )
+    from sandgym.evaluate.policies import check_out_dir, check_policy
+
+    check_out_dir(config.out)  # bad input is reported before torch and transformers load
+    check_policy(config.policy)
+    if config.baseline:
+        check_policy(config.baseline)
     from sandgym.evaluate.report import headline_rows
     if config.ray_workers > 0:
         from sandgym.evaluate.distributed import run

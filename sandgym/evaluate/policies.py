@@ -28,18 +28,58 @@ class PolicyInfo:
 
 
 def resolve_adapter_dir(spec: str) -> Path | None:
-    """An adapter directory, or the latest checkpoint of a run directory; None when ``spec`` is neither."""
-    p = Path(spec)
-    if (p / "adapter_config.json").is_file():
+    """An adapter directory, or the newest whole checkpoint of a run directory; None when ``spec`` is neither.
+
+    Damaged adapter files (truncated or empty weights, a corrupted ``adapter_config.json``) are a ConfigError
+    naming the file; a run directory whose latest checkpoint is damaged falls back to the newest whole one, with
+    a warning. Light: nothing heavy is imported, so bad input is reported at once.
+    """
+    import logging
+
+    from sandgym.train.checkpoint import adapter_problem, newest_valid_checkpoint
+
+    p = Path(spec).expanduser()
+    if (p / "adapter_config.json").exists() or (p / "adapter_model.safetensors").exists():
+        problem = adapter_problem(p)
+        if problem is not None:
+            raise ConfigError(f"policy {spec!r}: {problem}; re-save the adapter or point at an intact checkpoint")
         return p
     if (p / "checkpoints").is_dir():
-        from sandgym.train.checkpoint import latest_checkpoint
-
-        ckpt = latest_checkpoint(p)
+        ckpt, skipped = newest_valid_checkpoint(p)
+        for bad, problem in skipped:
+            logging.getLogger(__name__).warning("skipping damaged checkpoint %s: %s", bad.name, problem)
         if ckpt is None:
-            raise ConfigError(f"run directory {spec!r} has no complete checkpoint yet; train longer or pass an adapter")
+            why = f" ({len(skipped)} damaged: {skipped[0][1]})" if skipped else ""
+            raise ConfigError(f"run directory {spec!r} has no complete checkpoint{why}; train longer or pass an adapter")
+        if skipped:
+            logging.getLogger(__name__).warning("evaluating %s instead", ckpt.name)
         return ckpt
     return None
+
+
+def check_policy(spec: str) -> None:
+    """ConfigError for a POLICY that cannot work, before anything heavy is imported: a missing directory,
+    damaged adapter files, a run directory without a whole checkpoint."""
+    if spec in SCRIPTED or spec.startswith("openai:"):
+        return
+    if resolve_adapter_dir(spec) is not None:
+        return
+    from sandgym.agents.models import missing_model_dir
+
+    problem = missing_model_dir(spec)
+    if problem is not None:
+        raise ConfigError(f"policy {spec!r}: {problem}")
+
+
+def check_out_dir(out: str | Path) -> None:
+    """ConfigError when the output directory of an evaluation is an existing file."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"--out {str(p)!r} is an existing file, not a directory; pass a directory (it is created "
+                          "if missing, and resumed if it holds episodes)")
+    for parent in p.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(f"--out {str(p)!r}: {str(parent)!r} is a file, not a directory; choose another path")
 
 
 def load_policy(spec: str, *, model: str = "smollm2-135m") -> tuple[Any, PolicyInfo]:
@@ -55,6 +95,7 @@ def load_policy(spec: str, *, model: str = "smollm2-135m") -> tuple[Any, PolicyI
 
         url, _, name = spec[len("openai:") :].partition("#")
         return OpenAIPolicy(base_url=url, model=name or "default"), PolicyInfo(spec, "endpoint", name or url)
+    check_policy(spec)
     from sandgym.agents.hf import HFPolicy
 
     adapter = resolve_adapter_dir(spec)
@@ -74,8 +115,11 @@ def _adapter_base(adapter: Path, default: str) -> str:
             name = load_toml(cfg).get("model", {}).get("name")
             if name:
                 return str(name)
-    meta = json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8"))
-    base = meta.get("base_model_name_or_path")
+    try:
+        meta = json.loads((adapter / "adapter_config.json").read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{adapter / 'adapter_config.json'} is not valid JSON ({exc}); re-save the adapter") from None
+    base = meta.get("base_model_name_or_path") if isinstance(meta, dict) else None
     return str(base) if base and Path(str(base)).exists() else default
 
 

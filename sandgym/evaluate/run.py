@@ -114,8 +114,13 @@ def _group_base(seed: int, tasks: Sequence[Task], first: Task) -> int:
 
 def run(config: EvalConfig) -> EvalResult:
     """Evaluate ``config.policy`` (and ``config.baseline`` when given), aggregate, and write the reports."""
+    from sandgym.evaluate.policies import check_out_dir, check_policy
     from sandgym.evaluate.report import write_reports
 
+    check_out_dir(config.out)
+    check_policy(config.policy)
+    if config.baseline:
+        check_policy(config.baseline)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(to_dict(config), indent=2), encoding="utf-8")

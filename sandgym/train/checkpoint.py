@@ -20,9 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 _TMP_DIR = re.compile(r"^\.tmp-step-\d+-(\d+)$")
 log = logging.getLogger(__name__)
@@ -38,10 +35,16 @@ class TrainerState:
 
 
 def rng_state() -> dict[str, Any]:
+    import numpy as np
+    import torch
+
     return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
+    import numpy as np
+    import torch
+
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
@@ -49,6 +52,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def save_checkpoint(run_dir: Path, model: Any, state: TrainerState, keep_last: int) -> Path:
     """Write ``checkpoints/step-N`` atomically and prune older ones beyond ``keep_last``."""
+    import torch
+
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{state.step:06d}"
@@ -82,6 +87,8 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
 
 
 def load_trainer_state(ckpt: Path) -> TrainerState:
+    import torch
+
     data = torch.load(Path(ckpt) / "trainer_state.pt", weights_only=False)
     return TrainerState(**data)
 
@@ -178,6 +185,18 @@ def checkpoint_problem(ckpt: Path) -> tuple[str | None, TrainerState | None]:
         return None, load_trainer_state(ckpt)
     except Exception as exc:  # noqa: BLE001 - any unpickling failure means a damaged file
         return f"{Path(ckpt) / 'trainer_state.pt'} cannot be loaded ({type(exc).__name__}: {exc})"[:500], None
+
+
+def newest_valid_checkpoint(run_dir: Path) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """The newest checkpoint whose adapter files are whole (weights are not loaded), and the newer damaged ones
+    with why; read-only, for evaluation."""
+    skipped: list[tuple[Path, str]] = []
+    for ckpt in reversed(list_checkpoints(run_dir)):
+        problem = adapter_problem(ckpt)
+        if problem is None:
+            return ckpt, skipped
+        skipped.append((ckpt, problem))
+    return None, skipped
 
 
 def resume_checkpoint(run_dir: Path) -> tuple[Path | None, TrainerState | None]:

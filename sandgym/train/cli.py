@@ -33,11 +33,18 @@ def _load(args: argparse.Namespace, extra: list[str] | None = None) -> Any:
 
 def _train(args: argparse.Namespace) -> int:
     import json
+    from pathlib import Path
 
     from sandgym.configs import to_toml
+    from sandgym.errors import ConfigError
 
     extra = []
     if args.resume:
+        if not Path(args.resume).is_dir():
+            raise ConfigError(f"--resume {args.resume!r}: no such run directory; pass the out_dir of a run")
+        if args.config is None and not (Path(args.resume) / "config.toml").is_file():
+            raise ConfigError(f"--resume {args.resume!r} has no config.toml, so it is not a run directory; pass "
+                              "the out_dir of a run (or the config as well)")
         extra.append(f'out_dir="{args.resume}"')
         if args.config is None:
             args.config = f"{args.resume}/config.toml"

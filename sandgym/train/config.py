@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sandgym.configs import apply_overrides, from_dict, load_toml
+from sandgym.configs import load_dataclass
 from sandgym.errors import ConfigError
-from sandgym.train.advantages import ADVANTAGE_ESTIMATORS
-from sandgym.train.loss import LOSS_AGGREGATIONS
+
+# Copies of sandgym.train.advantages.ADVANTAGE_ESTIMATORS and sandgym.train.loss.LOSS_AGGREGATIONS (a test keeps
+# them equal): importing those modules imports torch, and config errors must be reported before torch loads.
+ADVANTAGE_ESTIMATORS = ("grpo", "dr_grpo", "rloo")
+LOSS_AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")
 
 
 @dataclass(frozen=True)
@@ -247,10 +250,4 @@ def _validate_distributed(d: DistributedConfig, bad: Any) -> None:
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
     """TOML file (optional) + ``section.key=value`` overrides -> a validated :class:`TrainConfig`."""
-    data = load_toml(path) if path is not None else {}
-    apply_overrides(data, overrides)
-    try:
-        return from_dict(TrainConfig, data)
-    except ConfigError as e:
-        where = f"{path}: " if path else ""
-        raise ConfigError(f"{where}{e}") from e
+    return load_dataclass(TrainConfig, path, overrides)
