@@ -233,9 +233,13 @@ def test_cross_episode_attack_runs_two_episodes_in_a_reused_sandbox(local_ok) ->
 
 @pytest.mark.slow
 def test_audit_sample_of_every_builtin_suite(local_ok) -> None:
-    """CI-sized sample (1 task per family, quick attacks) of every built-in suite; prints the table."""
+    """CI-sized sample (1 task per family, quick attacks) of every built-in suite; prints the table.
+
+    ``shadow_stdlib`` is left out here only for time: its planted ``subprocess.py`` makes the service_queue tests
+    wait out their 40 s limit."""
+    quick = [n for n in attack_names(include_slow=False) if n != "shadow_stdlib"]
     for spec in ("coding:train", "long_context:train"):
-        result = audit(spec, per_family=1, attacks=attack_names(include_slow=False))
+        result = audit(spec, per_family=1, attacks=quick)
         print(result.to_markdown())
         for fam in result.families:
             assert result.cell(BASELINE, fam).completion_rate == 0.0
