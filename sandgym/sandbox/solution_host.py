@@ -193,7 +193,8 @@ def _delitem(obj, key):
 
 _PROTO: dict = {"len": len, "iter": iter, "next": next, "getitem": lambda o, k: o[k], "setitem": _setitem,
           "delitem": _delitem, "contains": _contains, "str": str, "repr": repr,
-          "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a)}
+          "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a),
+          "source": lambda o: __import__("inspect").getsource(o)}
 
 
 def _wait(fd, seconds):

@@ -92,6 +92,11 @@ class FakeSandbox:
         root = self._path(path)
         return sorted(str(p.relative_to(self.workdir)) for p in root.rglob("*") if p.is_file())
 
+    def reset(self) -> None:
+        """Wipe the workspace for the next episode (what ``reuse_sandbox`` needs of a backend)."""
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        os.mkdir(self.workdir)
+
     def close(self) -> None:
         self.closed = True
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -40,16 +40,16 @@ def test_reference_passes_and_noop_fails(sandbox, fam) -> None:
     for task in tasks:
         v = task.verifier
         _reset(sandbox, task.files)
-        report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=60)
+        report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=60, isolation=v.isolation)
         assert report.report_found, (task.id, report.exec)
         assert not report.all_passed, f"{task.id}: the untouched workspace passes its hidden tests"
         _reset(sandbox, {**task.files, **task.reference.files})
-        report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=60)
+        report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=60, isolation=v.isolation)
         assert report.all_passed, (task.id, [o for o in report.outcomes if o.outcome != "passed"], report.exec)
         if v.traps:  # the reference passes its traps too (they are inside the problem's stated domain)
-            report = sandbox.run_tests(v.traps, expected=v.expected_traps, timeout=60)
+            report = sandbox.run_tests(v.traps, expected=v.expected_traps, timeout=60, isolation=v.isolation)
             assert report.all_passed, (task.id, "traps", [o for o in report.outcomes if o.outcome != "passed"])
         if task.visible_tests:
             n = sum(src.count("\ndef test_") for src in task.visible_tests.values())
-            report = sandbox.run_tests(task.visible_tests, expected=n, timeout=60)
+            report = sandbox.run_tests(task.visible_tests, expected=n, timeout=60, isolation=v.isolation)
             assert report.all_passed, (task.id, "visible tests", report.outcomes)

@@ -94,7 +94,7 @@ def _run(sb, task, files):
     for path, text in {**task.files, **files}.items():
         sb.write_file(path, text)
     v = task.verifier
-    report = sb.run_tests(v.tests, expected=v.expected_tests, timeout=60)
+    report = sb.run_tests(v.tests, expected=v.expected_tests, timeout=60, isolation=v.isolation)
     assert report.report_found, report.exec
     return report, {o.name.rsplit("::", 1)[-1]: o.outcome for o in report.outcomes}
 
