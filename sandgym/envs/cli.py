@@ -18,7 +18,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--env", default="sandgym/Coding-v0", help="env id (see `sandgym envs`)")
     p.add_argument("--tasks", default=None, help="suite spec or path (default: the env's own tasks)")
     p.add_argument("--agent", default="oracle", choices=["oracle", "noop", "random"])
-    p.add_argument("--episodes", type=int, default=8, help="episodes to run (tasks are cycled)")
+    p.add_argument("--episodes", type=int, default=None,
+                   help="episodes to run, tasks cycled in order (default: one per task of a --tasks file or "
+                        "folder, which is used whole; 8 otherwise)")
+    p.add_argument("--n-tasks", type=int, default=None,
+                   help="tasks to load from --tasks (default: a file or folder whole; --episodes of a suite)")
     p.add_argument("--workers", type=int, default=2, help="worker threads, each with its own env")
     p.add_argument("--out", default=None, help="JSONL output, one line per episode (default: "
                    "runs/run/<env>-<agent>-<time>.jsonl)")
@@ -86,9 +90,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise ConfigError(f"--env / --env-kwargs: {exc}") from None
     config = RunConfig(env=args.env, tasks=args.tasks, agent=args.agent, episodes=args.episodes,
-                       workers=args.workers, out=args.out or default_out(args.env, args.agent), seed=args.seed,
+                       n_tasks=args.n_tasks, workers=args.workers, out=args.out or default_out(args.env, args.agent), seed=args.seed,
                        env_kwargs=env_kwargs, progress=not args.no_progress)
     summary = run(config)
+    if summary.tasks_line:
+        print(summary.tasks_line, flush=True)
     from rich.console import Console
     from rich.table import Table
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -21,7 +22,7 @@ import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 
 __all__ = ["BUILTIN_ENVS", "ENTRY_POINT_GROUP", "register_envs", "register_plugins", "plugin_env_ids",
-           "describe"]
+           "describe", "resolve_env_id", "env_creator", "EnvParameters", "env_parameters"]
 
 ENTRY_POINT_GROUP = "sandgym.envs"
 
@@ -118,3 +119,70 @@ def describe(env_id: str) -> str:
         return f"(cannot load {spec.entry_point}: {exc})"
     doc = (getattr(target, "__doc__", None) or "").strip()
     return doc.splitlines()[0] if doc else ""
+
+
+def resolve_env_id(env_id: str) -> str:
+    """The registered id of ``env_id``, importing the module of a ``"my_pkg.envs:my/Env-v0"`` id first (as
+    ``gymnasium.make`` does). Raises ``gymnasium.error.Error`` for an id that is not registered."""
+    import importlib
+
+    module, sep, name = env_id.rpartition(":")
+    if sep:
+        importlib.import_module(module)
+    gym.spec(name)
+    return name
+
+
+def env_creator(env_id: str) -> Any:
+    """The class or function that makes ``env_id`` (its spec's entry point, loaded)."""
+    spec = gym.spec(resolve_env_id(env_id))
+    if callable(spec.entry_point):
+        return spec.entry_point
+    return gym.envs.registration.load_env_creator(str(spec.entry_point))
+
+
+@dataclass(frozen=True)
+class EnvParameters:
+    """The keyword arguments an env's constructor takes (its ``__init__`` and those of the bases it passes
+    ``**kwargs`` on to), their type hints, and whether that list is complete."""
+
+    names: tuple[str, ...]
+    hints: Mapping[str, Any] = field(default_factory=dict)
+    closed: bool = True
+    """False when some ``**kwargs`` end nowhere visible: any keyword may be accepted."""
+    creator: Any = None
+
+    def takes(self, name: str) -> bool:
+        return name in self.names or not self.closed
+
+
+def env_parameters(env_id: str) -> EnvParameters | None:
+    """What ``env_id``'s constructor accepts, or None when it cannot be told (the entry point does not load, or
+    its signature cannot be read). Raises ``gymnasium.error.Error`` for an unknown id, ImportError when the module
+    of a ``"module:id"`` id does not import."""
+    import contextlib
+    import inspect
+    import typing
+
+    name = resolve_env_id(env_id)  # an unknown id or a module that does not import: raised here
+    try:
+        creator = env_creator(name)
+    except Exception:  # noqa: BLE001 - a broken plugin is reported when the env is made
+        return None
+    # a subclass's __init__(**kwargs) passes them on: collect parameters down the MRO until a closed signature
+    targets = [c.__dict__["__init__"] for c in creator.__mro__ if "__init__" in c.__dict__] \
+        if inspect.isclass(creator) else [creator]
+    known: list[str] = []
+    hints: dict[str, Any] = {}
+    for target in targets:
+        try:
+            params = inspect.signature(target).parameters
+        except (TypeError, ValueError):
+            return None
+        known += [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                  and n != "self" and n not in known]
+        with contextlib.suppress(Exception):  # unresolvable annotations: the env checks its own arguments
+            hints = {**typing.get_type_hints(target), **hints}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return EnvParameters(tuple(known), hints, True, creator)
+    return EnvParameters(tuple(known), hints, False, creator)

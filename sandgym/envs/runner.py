@@ -8,6 +8,7 @@ import queue
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,9 @@ class RunConfig:
     """Suite spec or path (JSONL / task folder); None uses the env's default tasks."""
     agent: str = "oracle"
     """Scripted agent: oracle, noop or random."""
-    episodes: int = 8
-    """Episodes to run; tasks are cycled in order."""
+    episodes: int | None = None
+    """Episodes to run; tasks are cycled in order. None: one per task of a file or folder source (used whole),
+    else ``DEFAULT_EPISODES``."""
     workers: int = 2
     """Worker threads, each with its own env (and sandbox)."""
     out: str | None = None
@@ -36,15 +38,17 @@ class RunConfig:
     seed: int = 0
     """Seed of task generation and of the random agent."""
     n_tasks: int | None = None
-    """Tasks to load from the suite (None: ``episodes``)."""
+    """Tasks to load from the suite (None: a file or folder whole, a generated suite ``episodes``)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra keyword arguments for ``gymnasium.make``."""
     progress: bool = True
     """Show a tqdm progress bar."""
 
     def __post_init__(self) -> None:
-        if self.episodes <= 0:
+        if self.episodes is not None and self.episodes <= 0:
             raise ConfigError(f"episodes={self.episodes} must be > 0")
+        if self.n_tasks is not None and self.n_tasks <= 0:
+            raise ConfigError(f"n_tasks={self.n_tasks} must be > 0 (or None: a task file whole)")
         if self.workers <= 0:
             raise ConfigError(f"workers={self.workers} must be > 0")
         from sandgym.agents.scripted import AGENTS
@@ -67,6 +71,8 @@ class RunSummary:
     per_family: dict[str, FamilyStats]
     elapsed_s: float
     out: str | None
+    tasks_line: str = ""
+    """How many tasks of how many were used, and from where (``tasks: 40 of 40 from FILE``)."""
 
     @property
     def episodes_per_s(self) -> float:
@@ -75,6 +81,29 @@ class RunSummary:
     @property
     def success_rate(self) -> float:
         return sum(r["success"] for r in self.results) / max(1, len(self.results))
+
+
+DEFAULT_EPISODES = 8
+"""Episodes of ``sandgym run`` on the env's own tasks or a generated suite when ``--episodes`` is not given."""
+
+
+def is_file_source(spec: str) -> bool:
+    """Whether a task spec names a JSONL file or task folder (possibly with ``:split`` / ``@n``), not a suite."""
+    from sandgym.tasks.registry import parse_suite_spec
+
+    if Path(spec).exists():
+        return True
+    try:
+        return Path(parse_suite_spec(spec).name).exists()
+    except Exception:  # noqa: BLE001 - a bad spec is reported when it is loaded
+        return False
+
+
+def tasks_line(used: int, total: int | None, source: str) -> str:
+    """``tasks: 40 of 40 from FILE`` (``total`` None: a generated suite, which has no end)."""
+    if total is None:
+        return f"tasks: {used} from {source} (generated; --n-tasks sets how many)"
+    return f"tasks: {used} of {total} from {source}"
 
 
 GYM_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker")
@@ -95,8 +124,6 @@ def check_env(env_id: str, env_kwargs: Any) -> None:
     """ConfigError for an unknown env id (listing the registered ids) or env kwargs the env does not take
     (unknown keys with a suggestion, wrong types, not a JSON object), before any env or progress bar starts."""
     import difflib
-    import inspect
-    import typing
 
     import gymnasium as gym
 
@@ -109,45 +136,34 @@ def check_env(env_id: str, env_kwargs: Any) -> None:
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ConfigError(f"unknown env id {env_id!r}; {hint}registered ids: {', '.join(ids)} "
                           "(`sandgym envs` describes them)")
-    spec = gym.spec(env_id)
-    try:
-        creator = spec.entry_point if callable(spec.entry_point) else \
-            gym.envs.registration.load_env_creator(str(spec.entry_point))
-    except Exception:  # noqa: BLE001 - a broken plugin is reported when the env is made
+    check_env_kwargs(env_id, env_kwargs)
+
+
+def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any], *, label: str = "env kwarg",
+                     example: str = "--env-kwargs '{\"max_turns\": 4}'") -> None:
+    """ConfigError for a key of ``env_kwargs`` that ``env_id``'s constructor does not take (with a suggestion) or
+    a value of the wrong type; nothing when the signature cannot be told. ``label`` names the keys in errors."""
+    import difflib
+
+    from sandgym.envs.registration import env_parameters
+
+    params = env_parameters(env_id)
+    if params is None or not params.closed:
         return
-    # a subclass's __init__(**kwargs) passes them on: collect parameters down the MRO until a closed signature
-    targets = [c.__dict__["__init__"] for c in creator.__mro__ if "__init__" in c.__dict__] \
-        if inspect.isclass(creator) else [creator]
-    known: list[str] = []
-    hints: dict[str, Any] = {}
-    closed = False
-    for target in targets:
-        try:
-            params = inspect.signature(target).parameters
-        except (TypeError, ValueError):
-            return
-        known += [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-                  and n != "self" and n not in known]
-        with contextlib.suppress(Exception):  # unresolvable annotations: the env checks its own arguments
-            hints = {**typing.get_type_hints(target), **hints}
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            closed = True
-            break
-    if not closed:
-        return
+    known, hints = list(params.names), params.hints
     for key in env_kwargs:
         if key not in known and key not in GYM_MAKE_KWARGS:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"{env_id} takes: {', '.join(known)}"
-            raise ConfigError(f"env kwarg {key!r} is not a parameter of {env_id}; {hint}")
+            raise ConfigError(f"{label} {key!r} is not a parameter of {env_id}; {hint}")
     from sandgym.tasks.validate import type_error
 
     for key, value in env_kwargs.items():
         if key in hints:
             err = type_error(value, hints[key])
             if err:
-                raise ConfigError(f"env kwarg {key!r}: {err}; pass a value of type "
-                                  f"{_type_name(hints[key])} (e.g. --env-kwargs '{{\"max_turns\": 4}}')")
+                raise ConfigError(f"{label} {key!r}: {err}; pass a value of type "
+                                  f"{_type_name(hints[key])} (e.g. {example})")
 
 
 def _type_name(tp: Any) -> str:
@@ -184,7 +200,7 @@ def _make_env(config: RunConfig, tasks: list[Any] | None) -> Any:
 
 
 def run(config: RunConfig) -> RunSummary:
-    """Run ``config.episodes`` episodes of ``config.agent`` on ``config.env`` with ``config.workers`` threads."""
+    """Run ``config.episodes`` episodes (see :class:`RunConfig`) of ``config.agent`` on ``config.env`` with ``config.workers`` threads."""
     from sandgym.agents.scripted import make_agent, run_episode
     from sandgym.envs.tasksource import load_tasks
 
@@ -193,14 +209,28 @@ def run(config: RunConfig) -> RunSummary:
         raise ConfigError(f"--out {config.out!r} must be a file path (its folder is created); it is a folder or "
                           "lies under a file")
     tasks = None
+    episodes = config.episodes
+    line = ""
     if config.tasks is not None:
-        tasks = load_tasks(config.tasks, n=config.n_tasks or config.episodes, seed=config.seed)
+        whole = is_file_source(config.tasks)
+        if whole:  # a file or folder is used whole unless --n-tasks cuts it
+            tasks = load_tasks(config.tasks, seed=config.seed)
+            total: int | None = len(tasks)
+            tasks = tasks[: config.n_tasks] if config.n_tasks else tasks
+        else:
+            tasks = load_tasks(config.tasks, n=config.n_tasks or config.episodes or DEFAULT_EPISODES,
+                               seed=config.seed)
+            total = None
         if not tasks:
             raise ConfigError(f"no tasks in {config.tasks!r}; check the suite name or path")
+        if episodes is None:
+            episodes = len(tasks) if whole else DEFAULT_EPISODES
+        line = tasks_line(min(episodes, len(tasks)), total, config.tasks)
+    episodes = episodes or DEFAULT_EPISODES
     todo: queue.Queue[int] = queue.Queue()
-    for i in range(config.episodes):
+    for i in range(episodes):
         todo.put(i)
-    results: list[dict[str, Any] | None] = [None] * config.episodes
+    results: list[dict[str, Any] | None] = [None] * episodes
     errors: list[BaseException] = []
     lock = threading.Lock()
     first_env = _make_env(config, tasks)  # a bad env or kwarg fails here, before threads and progress bars
@@ -208,7 +238,7 @@ def run(config: RunConfig) -> RunSummary:
     if config.progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=config.episodes, desc=f"{config.agent} on {config.env}", unit="ep")
+        bar = tqdm(total=episodes, desc=f"{config.agent} on {config.env}", unit="ep")
 
     def worker(wid: int) -> None:
         try:
@@ -259,4 +289,8 @@ def run(config: RunConfig) -> RunSummary:
                        sum(r["infra_failure"] for r in v))
         for k, v in sorted(groups.items())
     }
-    return RunSummary(done, per_family, elapsed, config.out)
+    if not line:
+        with contextlib.suppress(Exception):  # the env's own tasks: say how many it had, if it can tell
+            line = tasks_line(min(episodes, len(first_env.unwrapped.task_source.tasks)),
+                              len(first_env.unwrapped.task_source.tasks), f"{config.env}'s own tasks")
+    return RunSummary(done, per_family, elapsed, config.out, line)

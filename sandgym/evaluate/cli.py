@@ -19,7 +19,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--suite", action="append", default=[], help="suite spec or task file (repeatable)")
     p.add_argument("--samples", type=int, default=4, help="K samples per task (default 4)")
     p.add_argument("--seeds", type=int, default=1, help="number of seeds (0..S-1)")
-    p.add_argument("--n-tasks", type=int, default=16, help="tasks per generated suite")
+    p.add_argument("--n-tasks", type=int, default=None,
+                   help="tasks per suite (default: 16 from a generated suite; a JSONL file or task folder whole)")
     p.add_argument("--difficulty", type=int, default=None)
     p.add_argument("--baseline", help="a second POLICY compared on the same tasks and seeds")
     p.add_argument("--out", default="runs/eval", help="output directory (resumes if it holds episodes)")
@@ -28,6 +29,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--code-action", default="submit", choices=["python", "submit", "none"])
     p.add_argument("--tools", default="", help="comma-separated tool names offered (default: all)")
+    p.add_argument("--env", default="", help="registered env id to evaluate in (default: sandgym's tool env; "
+                   "it gets --max-turns, --sandbox, --code-action and --tools)")
     p.add_argument("--sandbox", default="local", choices=["local", "e2b", "auto"],
                    help="sandbox backend (default local; auto = E2B when E2B_API_KEY is set)")
     p.add_argument("--trained-families", default="", help="comma-separated families the policy trained on")
@@ -67,6 +70,7 @@ def _eval(args: argparse.Namespace) -> int:
         tools=tuple(t for t in args.tools.split(",") if t),
         trained_families=tuple(f for f in args.trained_families.split(",") if f),
         sandbox=args.sandbox,
+        env=args.env,
         ray_workers=args.ray_workers,
         ray_address=args.ray_address,
     )
@@ -77,6 +81,9 @@ def _eval(args: argparse.Namespace) -> int:
     if config.baseline:
         check_policy(config.baseline)
     from sandgym.evaluate.report import headline_rows
+    from sandgym.evaluate.run import load_tasks
+
+    load_tasks(config, report=lambda line: print(line, flush=True))  # how many tasks of how many, before the run
     if config.ray_workers > 0:
         from sandgym.evaluate.distributed import run
     else:

@@ -8,6 +8,9 @@ from typing import Any
 
 from sandgym.errors import ConfigError
 
+DEFAULT_N_TASKS = 16
+"""Tasks drawn from each generated suite when ``n_tasks`` is not given."""
+
 
 @dataclass(frozen=True)
 class EvalConfig:
@@ -25,8 +28,9 @@ class EvalConfig:
     samples: int = 4
     """K samples per task (pass@k is reported for k = 1..K)."""
     seeds: tuple[int, ...] = (0,)
-    n_tasks: int = 16
-    """Tasks drawn from each generated suite (files are used whole)."""
+    n_tasks: int | None = None
+    """Tasks drawn from each suite: None takes ``DEFAULT_N_TASKS`` from a generated suite and a JSONL file or task
+    folder whole; a number caps both."""
     task_seed: int = 1
     difficulty: int | None = None
     baseline: str | None = None
@@ -41,8 +45,11 @@ class EvalConfig:
     tools: tuple[str, ...] = ()
     """Tool names offered to the agent (empty: all built-in tools)."""
     sandbox: str = "local"
+    env: str = ""
+    """A registered Gymnasium id to evaluate in instead of sandgym's tool environment (as ``rollout.env`` in
+    training); it gets ``max_turns``, ``sandbox``, ``code_action`` and ``tools`` when it takes them."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra keyword arguments of the tool environment (e.g. ``system_prompt``), as in the training config."""
+    """Extra keyword arguments of the environment (e.g. ``system_prompt``), as in the training config."""
     trained_families: tuple[str, ...] = ()
     """Families the policy was trained on (empty: every family not marked unseen), for the transfer view."""
     batch_episodes: int = 64
@@ -63,6 +70,16 @@ class EvalConfig:
             raise ConfigError(f"temperature={self.temperature} must be > 0 (sampling is needed for pass@k)")
         if self.code_action not in ("python", "submit", "none"):
             raise ConfigError(f"code_action={self.code_action!r} is not one of 'python', 'submit', 'none'")
+        if self.n_tasks is not None and self.n_tasks < 1:
+            raise ConfigError(f"--n-tasks={self.n_tasks} must be >= 1 (or left out: {DEFAULT_N_TASKS} per generated "
+                              "suite, files whole)")
+        if self.max_turns < 1:
+            raise ConfigError(f"--max-turns={self.max_turns} must be >= 1")
+        from sandgym.envs.factory import explicit_settings, rollout_env_kwargs
+
+        settings = {"max_turns": self.max_turns, "sandbox": self.sandbox, "code_action": self.code_action,
+                    "tools": self.tools}
+        rollout_env_kwargs(self.env, settings, self.env_kwargs, explicit=explicit_settings(self), prefix="")
         if self.ray_workers < 0 or (self.ray_address and self.ray_workers == 0):
             raise ConfigError(f"ray_workers={self.ray_workers} (ray_address={self.ray_address!r}): use --ray-workers N "
                               "with N >= 1 to evaluate on Ray, or 0 (and no --ray-address) for one process")

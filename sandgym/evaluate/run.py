@@ -39,13 +39,33 @@ class EvalResult:
         return self.out_dir / "report.html"
 
 
-def load_tasks(config: EvalConfig) -> list[Task]:
+def suite_tasks(config: EvalConfig, spec: str) -> tuple[list[Task], int | None]:
+    """The tasks ``spec`` gives this evaluation, and how many it has (None for a generated suite): a JSONL file or
+    task folder is used whole unless ``n_tasks`` is set; a generated suite gives ``n_tasks`` or
+    ``DEFAULT_N_TASKS``."""
+    from sandgym.envs.runner import is_file_source
+    from sandgym.evaluate.config import DEFAULT_N_TASKS
     from sandgym.tasks.registry import load_suite
+
+    if is_file_source(spec):
+        every = load_suite(spec, seed=config.task_seed, difficulty=config.difficulty)
+        return (every[: config.n_tasks] if config.n_tasks else every), len(every)
+    n = config.n_tasks or DEFAULT_N_TASKS
+    return load_suite(spec, n=n, seed=config.task_seed, difficulty=config.difficulty), None
+
+
+def load_tasks(config: EvalConfig, *, report: Callable[[str], None] | None = None) -> list[Task]:
+    """Every suite's tasks (see :func:`suite_tasks`), each id once; ``report`` gets one line per suite saying how
+    many tasks of how many it gave (``tasks: 40 of 40 from FILE``)."""
+    from sandgym.envs.runner import tasks_line
 
     tasks: list[Task] = []
     seen: set[str] = set()
     for spec in config.suites:
-        for t in load_suite(spec, n=config.n_tasks, seed=config.task_seed, difficulty=config.difficulty):
+        got, total = suite_tasks(config, spec)
+        if report is not None:
+            report(tasks_line(len(got), total, spec))
+        for t in got:
             if t.id not in seen:
                 seen.add(t.id)
                 tasks.append(t)
@@ -53,10 +73,13 @@ def load_tasks(config: EvalConfig) -> list[Task]:
 
 
 def env_factory(config: EvalConfig) -> Callable[[], Any]:
-    from sandgym.envs.factory import tool_env_factory
+    """Fresh environments of the evaluation: ``config.env`` (a registered id) or sandgym's tool environment, made
+    with the evaluation's ``max_turns``, ``sandbox``, ``code_action`` and ``tools`` (:mod:`sandgym.envs.factory`)."""
+    from sandgym.envs.factory import explicit_settings, rollout_env_factory
 
-    return tool_env_factory(backend=config.sandbox, code_action=config.code_action, tools=config.tools,
-                            max_turns=config.max_turns, env_kwargs=config.env_kwargs)
+    return rollout_env_factory(config.env, sandbox=config.sandbox, code_action=config.code_action,
+                               tools=config.tools, max_turns=config.max_turns, env_kwargs=config.env_kwargs,
+                               explicit=explicit_settings(config), prefix="")
 
 
 def rollout_config(config: EvalConfig, seed: int) -> Any:

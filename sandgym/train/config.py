@@ -71,7 +71,10 @@ class RolloutSettings:
     """Tool names offered to the agent (empty: all built-in tools). Fewer tools make a shorter system prompt."""
     env: str = ""
     """A Gymnasium id to roll out in instead of sandgym's tool environment (e.g. a plugin's env, or
-    "my_pkg.envs:my/Env-v0" to import the module that registers it); it receives ``env_kwargs``."""
+    "my_pkg.envs:my/Env-v0" to import the module that registers it). It receives ``max_turns``, ``sandbox`` (as
+    ``backend``), ``code_action`` and ``tools`` when its constructor takes them (so episodes the rollout cuts at
+    max_turns are cut and graded by the env), then ``env_kwargs``. Setting one of these that the env cannot
+    take is a config error."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -227,6 +230,7 @@ def validate(c: TrainConfig) -> None:
         raise bad("domains.mix.weight", [d.weight for d in c.domains.mix], "at least one weight must be > 0")
     if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
         raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
+    _validate_rollout_env(c.rollout)
     _validate_distributed(c.distributed, bad)
     if c.eval.every < 0 or c.eval.n_tasks < 1 or c.eval.samples < 1 or c.eval.temperature <= 0:
         raise bad("eval", (c.eval.every, c.eval.n_tasks, c.eval.samples, c.eval.temperature),
@@ -234,6 +238,18 @@ def validate(c: TrainConfig) -> None:
     if c.eval.every and c.distributed.backend != "local":
         raise bad("eval.every", c.eval.every, 'periodic evaluation runs in the local loop only: use '
                   'distributed.backend = "local", or eval.every = 0 and `sandgym eval` on the checkpoints')
+
+
+def _validate_rollout_env(r: RolloutSettings) -> None:
+    """``rollout.env`` (or the tool environment) gets ``max_turns``, ``sandbox``, ``code_action`` and ``tools``:
+    an env id that is not registered, a setting the env cannot take, or ``env_kwargs`` that contradict a setting
+    are reported now, not at the first episode (see :func:`sandgym.envs.factory.rollout_env_kwargs`)."""
+    from sandgym.envs.factory import explicit_settings, rollout_env_kwargs
+
+    if r.max_turns < 1:
+        raise ConfigError(f"rollout.max_turns={r.max_turns!r}: use at least 1 model turn per episode")
+    settings = {"max_turns": r.max_turns, "sandbox": r.sandbox, "code_action": r.code_action, "tools": r.tools}
+    rollout_env_kwargs(r.env, settings, r.env_kwargs, explicit=explicit_settings(r), prefix="rollout.")
 
 
 def _validate_distributed(d: DistributedConfig, bad: Any) -> None:

@@ -47,7 +47,7 @@ def eval_config(config: TrainConfig, out_dir: Path) -> Any:
         n_tasks=e.n_tasks, task_seed=e.task_seed, difficulty=config.domains.mix[0].difficulty,
         max_new_tokens=r.max_new_tokens, max_turns=r.max_turns, max_total_tokens=r.max_total_tokens,
         temperature=e.temperature, top_p=r.top_p, truncated_turn=r.truncated_turn, code_action=r.code_action, tools=r.tools, sandbox=r.sandbox,
-        env_kwargs={} if r.env else dict(r.env_kwargs),
+        env=r.env, env_kwargs=dict(r.env_kwargs),
     )
 
 

@@ -62,15 +62,11 @@ def domain_tasks(config: TrainConfig) -> dict[str, list[Task]]:
 
 def env_factory(config: TrainConfig) -> Callable[[], Any]:
     """A callable making one fresh tool environment (tasks are passed per episode through ``reset``)."""
+    from sandgym.envs.factory import explicit_settings, rollout_env_factory
+
     r = config.rollout
-    if r.env:
-        import gymnasium
-
-        return lambda: gymnasium.make(r.env, disable_env_checker=True, **r.env_kwargs)
-    from sandgym.envs.factory import tool_env_factory
-
-    return tool_env_factory(backend=r.sandbox, code_action=r.code_action, tools=r.tools, max_turns=r.max_turns,
-                            env_kwargs=r.env_kwargs)
+    return rollout_env_factory(r.env, sandbox=r.sandbox, code_action=r.code_action, tools=r.tools,
+                               max_turns=r.max_turns, env_kwargs=r.env_kwargs, explicit=explicit_settings(r))
 
 
 def rollout_config(config: TrainConfig, *, seed: int, version: int) -> Any:
