@@ -38,10 +38,18 @@ class Limits:
     """Size of the workspace checked after each call; larger is reported in ``ExecResult.stderr``."""
 
     def __post_init__(self) -> None:
-        for name in ("timeout_s", "memory_mb", "max_procs", "max_output_bytes", "max_file_mb", "tmp_mb"):
-            value = getattr(self, name)
-            if not value or value <= 0:
-                raise ValueError(f"Limits.{name}={value!r} must be > 0; pass a positive number")
+        """Every limit is a finite number > 0: zero, negative, NaN or infinite limits (or a non-number) would
+        disable a limit or kill every call, so they are a ValueError naming the field and the fix, at once."""
+        import math
+        from dataclasses import fields
+
+        for f in fields(self):
+            value = getattr(self, f.name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+            if not ok:
+                hint = " (a task's limits.exec_timeout_s sets it)" if f.name == "timeout_s" else ""
+                raise ValueError(f"Limits.{f.name}={value!r}{hint} must be a finite number > 0; pass a positive "
+                                 f"value, e.g. {f.name}={f.default!r} (the default)")
 
 
 @dataclass(frozen=True)
