@@ -76,6 +76,11 @@ def main() -> None:
         check(warm.run_python("print(1 + 1)").stdout == "2\n", "warm run_python")
         measure("warm step: run_python('print(1+1)')", lambda: warm.run_python("print(1 + 1)"), n)
         measure("warm step: exec(['true'])", lambda: warm.exec(["true"]), n)
+        warm.exec("mkdir -p many && cd many && for i in $(seq 2000); do : > f$i; done")
+        measure("warm step: exec(['true']), 2000 files in the workspace", lambda: warm.exec(["true"]), n)
+        warm.exec("rm -rf many")
+        limits_note = (f"workspace quota {'tmpfs (ENOSPC)' if warm.workspace_quota else 'checked after calls'}, "
+                       f"memory {'cgroup ' + warm.memory_cgroup if warm.memory_cgroup else 'per process (RLIMIT_AS)'}")
         measure("warm step: exec('python3 -I -S -c pass')", lambda: warm.exec(["python3", "-I", "-S", "-c", "pass"]),
                 n_slow)
         with warm.session() as s:
@@ -101,6 +106,7 @@ def main() -> None:
         load = float("nan")
     print(f"# {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, nice {args.nice}, "
           f"python {platform.python_version()}, floor python {FLOOR_PYTHON}")
+    print(f"# limits per sandbox: {limits_note}")
     print("| measurement | p50 ms | p90 ms | min ms | p50 / floor | in-sandbox CPU p50 ms |")
     print("|---|---|---|---|---|---|")
     for name, xs in res.items():

@@ -33,6 +33,14 @@ GRACE_S = 3.0
 """Extra time the host gives the worker beyond a call's timeout before killing the whole sandbox."""
 STARTUP_TIMEOUT_S = 60.0
 _OUTCOMES = ("passed", "failed", "error", "skipped")
+_LIMIT_WARNINGS: set[str] = set()
+"""Kinds of per-sandbox limit this process already warned it cannot enforce (one line each, not per sandbox)."""
+
+
+def _warn_once(kind: str, message: str) -> None:
+    if kind not in _LIMIT_WARNINGS:
+        _LIMIT_WARNINGS.add(kind)
+        log.warning(message)
 
 
 class LocalSandbox:
@@ -78,6 +86,7 @@ class LocalSandbox:
                         "filesystem or pid isolation. Do not run untrusted code like this.", reason)
         prefix = f"sandgym-sb-{self._slot.slot}-"
         for stale in glob.glob(os.path.join(tempfile.gettempdir(), glob.escape(prefix) + "*")):
+            runtime.unmount_under(stale)  # its workspace tmpfs
             fsapi.remove_tree(stale)  # left by a holder of this slot that died without close(); we hold the lock
         self._host_root = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self._host_root, 0o711)
@@ -87,6 +96,7 @@ class LocalSandbox:
         os.mkdir(self._grader, 0o755)
         if self.uid is not None:
             os.chown(self.host_workdir, self.uid, self.uid)
+        self._setup_limits()
         self.workdir = self.host_workdir if self.weak else runtime.IN_WORK
         self._nproc = self.limits.max_procs
         if self.uid is None:  # RLIMIT_NPROC counts every process of our own uid: leave room for them
@@ -100,6 +110,28 @@ class LocalSandbox:
             except BaseException:
                 self.close()
                 raise
+
+    def _setup_limits(self) -> None:
+        """Per-sandbox limits: ``workspace_mb`` as a tmpfs on the workspace, and one memory cgroup for every process
+        of the sandbox. Where the platform refuses either, one warning line says what is enforced instead."""
+        self._cgroup: runtime.SandboxCgroup | None = None
+        why = runtime.mount_workspace(self.host_workdir, self.limits.workspace_mb, self.uid)
+        self.workspace_quota = why is None
+        """True when ``workspace_mb`` is enforced (writes past it fail with ENOSPC); False: checked after calls."""
+        if why is not None:
+            _warn_once("workspace", f"SANDGYM LIMITS: the workspace is not size-capped ({why}); Limits.workspace_mb "
+                                    "is only checked after each call and reported in stderr")
+        mb = self.limits.memory_mb + self.limits.tmp_mb + (self.limits.workspace_mb if self.workspace_quota else 0)
+        assert self._slot is not None
+        if self.uid is not None and runtime.SETPRIV is None:  # Popen(user=) would join after the uid drop: refused
+            why = "setpriv (util-linux) not found: the cgroup must be joined as root, before the uid drop"
+        else:
+            self._cgroup, why = runtime.SandboxCgroup.create(f"sandgym-sb-{self._slot.slot}", mb << 20)
+        self.memory_cgroup = self._cgroup.path if self._cgroup is not None else None
+        """The cgroup holding every process of this sandbox, or None (memory then limited per process only)."""
+        if self._cgroup is None:
+            _warn_once("memory", f"SANDGYM LIMITS: no memory cgroup per sandbox ({why}); memory is limited per "
+                                 "process only (RLIMIT_AS = Limits.memory_mb)")
 
     # -- process plumbing ------------------------------------------------------------------------------------
     @property
@@ -140,6 +172,7 @@ class LocalSandbox:
         inner = [self.python, "-I", "-S", "-c", stub, *args[1:]]
         if self.weak:
             argv, kw = runtime.as_uid(inner, self.uid)
+            argv = self._cgroup.wrap(argv) if self._cgroup is not None else argv
             return Channel(argv, log=self._logf, cwd=self.host_workdir, env=self.base_env(), popen_kw=kw,
                            literal_requests=args[0] == "worker.py")
         argv = runtime.bwrap_argv(self._rt, work=self.host_workdir, grader=self._grader if grader else None,
@@ -150,6 +183,7 @@ class LocalSandbox:
             prefix = os.path.dirname(os.path.dirname(real))
             argv[argv.index("--chdir"):argv.index("--chdir")] = ["--ro-bind", prefix, prefix]
         argv, kw = runtime.as_uid(argv + inner, self.uid)
+        argv = self._cgroup.wrap(argv) if self._cgroup is not None else argv
         return Channel(argv, log=self._logf, popen_kw=kw, literal_requests=args[0] == "worker.py")
 
     def limits_dict(self, timeout: float | None = None) -> dict[str, Any]:
@@ -203,6 +237,20 @@ class LocalSandbox:
             return "(no log)"
 
     def _request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """One worker call; an OOM kill in the sandbox's cgroup during it makes it ``oom`` with a stderr line."""
+        with self._lock:
+            cg = self._cgroup
+            before = cg.oom_kills() if cg is not None else -1
+            res = self._request_worker(req, timeout)
+            kills = cg.oom_kills() - before if cg is not None and before >= 0 else 0
+        if cg is not None and kills > 0:
+            res = {**res, "oom": True, "stderr": str(res.get("stderr") or "") + (
+                f"\nsandbox: out of memory: the sandbox's processes together reached its memory limit of "
+                f"{cg.limit_bytes >> 20} MiB (Limits.memory_mb + tmp_mb + workspace_mb), and the kernel killed "
+                f"{kills} of them\n")}
+        return res
+
+    def _request_worker(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
         rid = secrets.token_hex(8)
         req = {**req, "timeout": timeout, "max_output": self.limits.max_output_bytes,
                "limits": self.limits_dict(timeout), "rid": rid}
@@ -256,6 +304,16 @@ class LocalSandbox:
     def _to_result(self, res: Mapping[str, Any]) -> ExecResult:
         fields = {f.name for f in dataclasses.fields(ExecResult)}
         r = ExecResult(**{k: v for k, v in res.items() if k in fields and k != "report"})
+        if self.workspace_quota:  # enforced: writes past it already failed with ENOSPC; say why
+            try:
+                st = os.statvfs(self.host_workdir)
+            except OSError:
+                return r
+            if st.f_bavail * st.f_frsize < 64 << 10 or st.f_favail == 0:
+                r = dataclasses.replace(r, stderr=r.stderr + f"\nsandbox: the workspace is full (Limits.workspace_mb"
+                                        f" = {self.limits.workspace_mb} MiB, or its file count): writes fail with "
+                                        "'No space left on device'; delete files\n")
+            return r
         used = fsapi.tree_size(self.host_workdir)
         if used > self.limits.workspace_mb << 20:
             r = dataclasses.replace(r, stderr=r.stderr + f"\nsandbox: the workspace uses {used >> 20} MiB, over "
@@ -406,11 +464,17 @@ class LocalSandbox:
                 self._worker = None
             if self.uid is not None:
                 runtime.kill_uid(self.uid)
+            if self.workspace_quota:
+                runtime.unmount_under(self.host_workdir)  # remounted fresh below
             for path, mode in ((self.host_workdir, 0o700), (self._grader, 0o755)):
                 fsapi.remove_tree(path)
                 os.mkdir(path, mode)
             if self.uid is not None:
                 os.chown(self.host_workdir, self.uid, self.uid)
+            if self.workspace_quota and runtime.mount_workspace(self.host_workdir, self.limits.workspace_mb,
+                                                                self.uid) is not None:
+                raise SandboxError("the workspace tmpfs could not be mounted again for reuse; close this sandbox "
+                                   "and create a new one")
             if os.listdir(self.host_workdir) or os.listdir(self._grader):
                 raise SandboxError("the sandbox could not be wiped for reuse; close it and create a new one")
             self._worker_ready = False
@@ -439,6 +503,12 @@ class LocalSandbox:
             if log_file is not None:
                 log_file.close()
                 self._log = None
+            if getattr(self, "_host_root", ""):
+                runtime.unmount_under(self._host_root)  # the workspace tmpfs (its pages are freed here)
+            cgroup = getattr(self, "_cgroup", None)
+            if cgroup is not None:
+                cgroup.remove()
+                self._cgroup = None
             if getattr(self, "_host_root", ""):
                 fsapi.remove_tree(self._host_root)
                 self._host_root = ""

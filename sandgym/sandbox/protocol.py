@@ -25,7 +25,9 @@ class Limits:
     timeout_s: float = 10.0
     """Default wall-clock limit of one ``exec`` (a per-call ``timeout=`` overrides it)."""
     memory_mb: int = 1024
-    """Address-space limit (RLIMIT_AS) of each process; exceeding it is reported as ``oom``."""
+    """Address-space limit (RLIMIT_AS) of each process; exceeding it is reported as ``oom``. The local backend also
+    holds all the sandbox's processes together to ``memory_mb + tmp_mb + workspace_mb`` (one memory cgroup, where the
+    platform allows it; an OOM kill there is ``oom`` too). See docs/SANDBOX.md, "Limits per sandbox"."""
     max_procs: int = 64
     """Process limit (RLIMIT_NPROC, enforced because the sandbox runs as a dedicated unprivileged uid)."""
     max_output_bytes: int = 1 << 20
@@ -33,9 +35,11 @@ class Limits:
     max_file_mb: int = 64
     """Largest single file a process may write (RLIMIT_FSIZE)."""
     tmp_mb: int = 64
-    """Size cap of the private ``/tmp``."""
+    """Size cap of the private ``/tmp`` (a tmpfs: writes past it fail with ENOSPC)."""
     workspace_mb: int = 256
-    """Size of the workspace checked after each call; larger is reported in ``ExecResult.stderr``."""
+    """Size cap of the workspace. Local backend as root: a tmpfs of this size, so writes past it fail with ENOSPC
+    and ``ExecResult.stderr`` says the workspace is full; elsewhere it is only checked after each call and a larger
+    workspace is reported in ``ExecResult.stderr``. See docs/SANDBOX.md, "Limits per sandbox"."""
 
     def __post_init__(self) -> None:
         """Every limit is a finite number > 0: zero, negative, NaN or infinite limits (or a non-number) would

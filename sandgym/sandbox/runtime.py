@@ -338,3 +338,195 @@ def kill_uid(uid: int) -> None:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         argv, kw = as_uid(["/bin/kill", "-9", "-1"], uid)
         subprocess.run(argv, env={}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, **kw)
+
+
+# -- limits per sandbox: a memory cgroup for all its processes, a size-capped tmpfs for its workspace ---------------
+
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+
+
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _unescape_mount(field: str) -> str:
+    """A path from /proc/self/mountinfo (space, tab, newline and backslash are octal-escaped there)."""
+    for esc, ch in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+        field = field.replace(esc, ch)
+    return field
+
+
+def _mounts() -> list[tuple[str, str, str, str]]:
+    """``(root, mount point, fs type, super options)`` of every mount of this process's mount namespace."""
+    out = []
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                a, b = left.split(), right.split()
+                if len(a) >= 5 and len(b) >= 3:
+                    out.append((_unescape_mount(a[3]), _unescape_mount(a[4]), b[0], b[2]))
+    except OSError:
+        pass
+    return out
+
+
+def mount_workspace(path: str, size_mb: int, uid: int | None) -> str | None:
+    """Mount a tmpfs of ``size_mb`` on ``path`` (owned by ``uid``, mode 0700, nosuid, nodev); None when done, else
+    why not. Writes past the size fail with ENOSPC for the sandbox and the host alike; the host keeps reading,
+    listing and deleting. Its pages are RAM, charged to the memory cgroup of the process that wrote them."""
+    if os.geteuid() != 0:
+        return "not root (mounting a tmpfs needs CAP_SYS_ADMIN)"
+    if size_mb <= 0:  # size=0 would mean "no limit" to tmpfs
+        return f"workspace_mb={size_mb} is not a size"
+    owner = uid if uid is not None else 0
+    inodes = max(16384, size_mb * 256)  # bounds the kernel memory a flood of empty files can take
+    opts = f"size={size_mb}m,nr_inodes={inodes},mode=0700,uid={owner},gid={owner}"
+    libc = _libc()
+    if libc.mount(b"sandgym-ws", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts.encode()) != 0:
+        import ctypes
+
+        return f"mount -t tmpfs on {path} failed: {os.strerror(ctypes.get_errno())}"
+    return None
+
+
+def unmount_under(path: str) -> None:
+    """Unmount (lazily, when busy) every mount at or under ``path``, deepest first (a crashed holder's workspace)."""
+    top = os.path.abspath(path)
+    points = [m for _, m, _, _ in _mounts() if m == top or m.startswith(top + "/")]
+    if not points:
+        return
+    libc = _libc()
+    for point in sorted(points, key=len, reverse=True):
+        if libc.umount2(os.fsencode(point), 0) != 0:
+            libc.umount2(os.fsencode(point), _MNT_DETACH)
+
+
+class SandboxCgroup:
+    """A memory cgroup holding every process of one sandbox: one limit for all of them together.
+
+    cgroup v1 (``memory`` hierarchy) or v2 (``memory`` delegated to our cgroup), created under the harness's own
+    cgroup. Processes join it before ``exec`` through :meth:`wrap` (a ``sh`` that writes its pid into
+    ``cgroup.procs``), so nothing a sandbox forks is ever outside it. Going over the limit makes the kernel's OOM
+    killer kill a process of this sandbox only; :meth:`oom_kills` counts those kills.
+    """
+
+    def __init__(self, path: str, version: int, limit_bytes: int) -> None:
+        self.path = path
+        self.version = version
+        self.limit_bytes = limit_bytes
+
+    @staticmethod
+    def _parent() -> tuple[str, int] | str:
+        """``(our cgroup's directory, version)`` with a memory controller we can use, or why there is none."""
+        try:
+            with open("/proc/self/cgroup") as f:
+                lines = [ln.rstrip("\n").split(":", 2) for ln in f if ln.count(":") >= 2]
+        except OSError as exc:
+            return f"cannot read /proc/self/cgroup ({exc})"
+        mounts = _mounts()
+        for _hid, ctrls, cpath in lines:  # v1 first: on a hybrid host the v2 tree has no memory controller
+            if "memory" in ctrls.split(","):
+                for root, point, fstype, opts in mounts:
+                    if fstype == "cgroup" and "memory" in opts.split(","):
+                        rel = cpath[len(root):] if root != "/" and cpath.startswith(root) else cpath
+                        return os.path.join(point, rel.lstrip("/")), 1
+                return "the v1 memory controller is not mounted"
+        for hid, ctrls, cpath in lines:
+            if hid == "0" and ctrls == "":
+                for root, point, fstype, _opts in mounts:
+                    if fstype == "cgroup2":
+                        rel = cpath[len(root):] if root != "/" and cpath.startswith(root) else cpath
+                        parent = os.path.join(point, rel.lstrip("/"))
+                        try:
+                            with open(os.path.join(parent, "cgroup.controllers")) as f:
+                                if "memory" in f.read().split():
+                                    return parent, 2
+                        except OSError:
+                            pass
+                        return f"cgroup v2 at {point} does not delegate the memory controller to {cpath}"
+        return "no cgroup memory controller is mounted"
+
+    @classmethod
+    def create(cls, name: str, limit_bytes: int) -> tuple[SandboxCgroup | None, str | None]:
+        """The cgroup ``name`` under ours, limited to ``limit_bytes``; ``(None, why)`` when cgroups cannot be used
+        here (not root, no memory controller, read-only cgroupfs, v2 memory not delegated)."""
+        if os.geteuid() != 0:
+            return None, "not root"
+        parent = cls._parent()
+        if isinstance(parent, str):
+            return None, parent
+        base, version = parent
+        path = os.path.join(base, name)
+        try:
+            if os.path.isdir(path):  # a crashed holder of this slot left it
+                cls(path, version, 0).remove()
+            os.makedirs(path, exist_ok=True)
+            if version == 2:
+                if not os.path.exists(os.path.join(path, "memory.max")):
+                    with open(os.path.join(base, "cgroup.subtree_control"), "w") as f:
+                        f.write("+memory")
+                _write(os.path.join(path, "memory.max"), str(limit_bytes))
+                with contextlib.suppress(OSError):
+                    _write(os.path.join(path, "memory.swap.max"), "0")
+            else:
+                _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
+                with contextlib.suppress(OSError):  # absent without swap accounting
+                    _write(os.path.join(path, "memory.memsw.limit_in_bytes"), str(limit_bytes))
+            cg = cls(path, version, limit_bytes)
+            probe = subprocess.run(cg.wrap(["/bin/true"]), capture_output=True, timeout=10, env={})
+            if probe.returncode != 0:
+                raise OSError(f"joining it failed: {probe.stderr.decode(errors='replace').strip()[-200:]}")
+        except (OSError, subprocess.SubprocessError) as exc:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+            return None, f"cannot set up cgroup {path}: {exc}"
+        return cg, None
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` run by a ``sh`` that first moves itself into this cgroup (it fails rather than run outside)."""
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', os.path.join(self.path, "cgroup.procs"), *argv]
+
+    def oom_kills(self) -> int:
+        """How many processes of this cgroup the kernel's OOM killer has killed so far (-1: unknown)."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return -1
+
+    def pids(self) -> list[int]:
+        try:
+            with open(os.path.join(self.path, "cgroup.procs")) as f:
+                return [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            return []
+
+    def remove(self) -> None:
+        """Kill whatever is left in it and remove it (never raises; an undeletable one is reused next time)."""
+        import signal
+        import time
+
+        for i in range(20):
+            for pid in self.pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.005 * (i + 1))
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
