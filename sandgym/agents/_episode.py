@@ -182,8 +182,8 @@ class Episode:
             success, failure_mode = bool(outcome.get("failure_mode") == "success"), str(outcome.get("failure_mode", ""))
         else:
             success, failure_mode = bool(info.get("success", False)), str(info.get("failure_mode", ""))
-        if infra:
-            failure_mode = "infra"
+        if infra:  # a task error is an infra failure too, kept apart so that reports can count it
+            failure_mode = "task_error" if failure_mode == "task_error" else "infra"
         elif self.truncation_reason and not self.terminated and not failure_mode:
             failure_mode = "budget"
         meta: dict[str, Any] = {"seed": self.seed, "truncated_turns": self.truncated_turns}

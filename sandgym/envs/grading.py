@@ -17,6 +17,7 @@ from typing import Any
 from sandgym.envs.runtime import ToolContext
 from sandgym.sandbox.protocol import TestReport
 from sandgym.tasks.task import Task
+from sandgym.tasks.verifier_errors import SCRIPT_PRELUDE, verifier_failure
 
 __all__ = ["Grade", "grade", "match_answer", "signal_scores"]
 
@@ -35,13 +36,8 @@ class Grade:
     wall_s: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
     """Runtime signal -> share of its hidden tests that passed (tasks whose metadata names ``signals``)."""
-
-
-# Workspace modules must not shadow what the check script imports (a planted json.py would otherwise win).
-_SCRIPT_PRELUDE = (
-    "import os as _os, sys as _sys\n"
-    "_sys.path[:] = [p for p in _sys.path if p not in ('', '.', _os.getcwd())]\n"
-)
+    task_error: str = ""
+    """Why the task's own verifier could not run (empty when it ran): the episode is not the agent's to score."""
 
 
 def _norm(s: str) -> str:
@@ -110,6 +106,17 @@ def signal_scores(report: TestReport, signals: Mapping[str, Sequence[str]]) -> d
     return out
 
 
+def _collection_failure(task: Task, report: TestReport) -> str:
+    if task.verifier.isolation != "process":  # the agent's code shares the grader's process: never sure
+        return ""
+    for o in report.outcomes:
+        if o.outcome == "error" and "::" not in o.name:
+            why = verifier_failure(task, o.message)
+            if why:
+                return f"{why}; {o.name}: {o.message[-1500:]}"
+    return ""
+
+
 def isolation_kwargs(task: Task) -> dict[str, Any]:
     """``run_tests`` keywords for the task's isolation (none for the default, so older backends still work)."""
     iso = task.verifier.isolation
@@ -141,12 +148,13 @@ def grade(ctx: ToolContext) -> Grade:
         signals = ctx.task.metadata.get("signals") or {}
         return Grade(passed, v.expected_tests, traps_passed, v.expected_traps if v.traps else 0,
                      grader_exceptions=errors, wall_s=wall,
-                     signals=signal_scores(report, signals) if isinstance(signals, Mapping) else {})
+                     signals=signal_scores(report, signals) if isinstance(signals, Mapping) else {},
+                     task_error=_collection_failure(ctx.task, report))
     if v.kind == "match":
         return Grade(answer_matched=match_answer(answer, v.answer or "", v.matcher))
     # script: the answer goes to answer.txt, the script prints {"score": x} on its last JSON line
     ctx.sandbox.write_file("answer.txt", answer)
-    result = ctx.sandbox.run_python(_SCRIPT_PRELUDE + (v.script or ""))
+    result = ctx.sandbox.run_python(SCRIPT_PRELUDE + (v.script or ""))
     ctx.stats.record(result)
     score = 0.0
     for line in reversed(result.stdout.strip().splitlines()):
@@ -157,4 +165,7 @@ def grade(ctx: ToolContext) -> Grade:
         if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
             score = min(1.0, max(0.0, float(data["score"])))
             break
-    return Grade(script_score=score, grader_exceptions=int(not result.ok), wall_s=result.wall_s)
+    why = "" if result.ok else verifier_failure(ctx.task, result.stderr[-3000:], script=True)
+    task_error = f"{why}; the check script's stderr: {result.stderr[-1500:]}" if why else ""
+    return Grade(script_score=score, grader_exceptions=int(not result.ok), wall_s=result.wall_s,
+                 task_error=task_error)

@@ -9,11 +9,11 @@ __all__ = ["EpisodeOutcome", "FailureMode", "FAILURE_MODES", "classify_failure"]
 
 FailureMode = Literal[
     "success", "malformed_tool_call", "tool_error", "runtime_exception", "timeout", "memory", "wrong_answer",
-    "budget", "infra",
+    "budget", "infra", "task_error",
 ]
 FAILURE_MODES: tuple[str, ...] = (
     "success", "malformed_tool_call", "tool_error", "runtime_exception", "timeout", "memory", "wrong_answer",
-    "budget", "infra",
+    "budget", "infra", "task_error",
 )
 
 
@@ -51,6 +51,10 @@ class EpisodeOutcome:
     truncation: str | None = None
     """``max_turns``, ``observation_budget`` or ``wall_time`` when a budget ran out, else None."""
     infra_failure: bool = False
+    task_error: bool = False
+    """The task's own verifier failed to run (a hidden test or check script that cannot import a library, or has
+    a syntax error): never the agent's fault. Also an ``infra_failure``, so it is excluded from scoring the same
+    way, but counted apart (failure mode ``task_error``)."""
     failure_mode: str = "wrong_answer"
     signals: dict[str, float] = field(default_factory=dict)
     """Runtime signals of tasks that declare them (e.g. ``latency``, ``lost``, ``duplicated``, ``log_errors`` of
@@ -95,9 +99,11 @@ class EpisodeOutcome:
 def classify_failure(o: EpisodeOutcome) -> FailureMode:
     """The one failure mode that best explains an episode, checked in this order:
 
-    infra > success > memory > timeout > malformed_tool_call (format errors outnumber valid calls) >
+    task_error > infra > success > memory > timeout > malformed_tool_call (format errors outnumber valid calls) >
     runtime_exception > budget (ran out without submitting) > tool_error (half the calls failed) > wrong_answer.
     """
+    if o.task_error:
+        return "task_error"
     if o.infra_failure:
         return "infra"
     if o.solved:

@@ -395,6 +395,8 @@ class ToolEnv(gym.Env[str, str]):
             except Exception as exc:
                 log.exception("grading failed on task %s", ctx.task.id)
                 infra, truncation = f"internal error while grading: {type(exc).__name__}: {exc}", "infra"
+            if g.task_error:  # the verifier itself could not run: excluded like infra, counted apart
+                infra = f"task error (the task's verifier failed, not the agent): {g.task_error}"
         task, stats = ctx.task, ctx.stats
         outcome = EpisodeOutcome(
             task_id=task.id, domain=task.domain, family=task.family, verifier_kind=task.verifier.kind,
@@ -403,7 +405,7 @@ class ToolEnv(gym.Env[str, str]):
             grader_exceptions=g.grader_exceptions, **vars(self._counts), exceptions=stats.exceptions,
             timeouts=stats.timeouts, ooms=stats.ooms, sandbox_wall_s=round(stats.wall_s, 4), turns=self._turns,
             submitted=ctx.submitted is not None, truncation=truncation, infra_failure=infra is not None,
-            signals=dict(g.signals),
+            task_error=bool(g.task_error), signals=dict(g.signals),
         )
         if self.turn_rewards and declares_checkpoints(task.metadata):
             outcome = replace(outcome, intermediate_matched=sum(self._decided.values()),

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from sandgym.envs.outcome import FAILURE_MODES
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.evaluate.metrics import (
     Interval,
@@ -17,11 +18,6 @@ from sandgym.evaluate.metrics import (
     paired_test,
     pass_at_k,
     pass_hat_k,
-)
-
-FAILURE_MODES = (
-    "success", "malformed_tool_call", "tool_error", "runtime_exception", "timeout", "memory", "wrong_answer",
-    "budget", "infra",
 )
 
 
@@ -136,6 +132,7 @@ def aggregate(
     m["traps"] = traps(rows)
     m["cost"] = cost(rows)
     m["infra_failures"] = sum(r.infra_failure for r in rows)
+    m["task_errors"] = sum(r.failure_mode == "task_error" for r in rows)
     if baseline is not None:
         m["baseline"] = compare_to_baseline(rows, baseline, samples, trained_families)
     return m

@@ -59,7 +59,8 @@ class EpisodeRow:
             sample=t.sample_idx,
             success=bool(t.success) and not t.infra_failure,
             reward=float(t.reward),
-            failure_mode="infra" if t.infra_failure else (t.failure_mode or ("success" if t.success else "wrong_answer")),
+            failure_mode=(t.failure_mode if t.failure_mode == "task_error" else "infra") if t.infra_failure
+            else (t.failure_mode or ("success" if t.success else "wrong_answer")),
             turns=t.num_turns,
             gen_tokens=t.num_generated_tokens if t.has_tokens else sum(len(x.text) for x in t.turns) // 4,
             sandbox_s=float(t.runtime.get("sandbox_s", t.runtime.get("wall_s", 0.0))),

@@ -102,6 +102,10 @@ class Server:
                         "a": args, "m": _safe_str(exc)[:2000], "tb": tb}}
 
     def answer(self, req):
+        env = req.get("env")
+        if type(env) is dict:
+            os.environ.clear()
+            os.environ.update({str(k): str(v) for k, v in env.items()})
         op = req.get("op")
         if op == "import":
             import importlib

@@ -27,6 +27,10 @@ def add_commands(subparsers: Any) -> None:
 
     p = sub.add_parser("validate", help="report every problem (file, line, field, fix); exit 1 if any")
     p.add_argument("path", help="a .jsonl file, a task folder or a directory of task folders")
+    p.add_argument("--check-references", action="store_true",
+                   help="also run every reference through its verifier in the sandbox; fail on a verifier that "
+                        "cannot run (missing library, syntax error) or a reference that does not pass")
+    p.add_argument("--backend", default="local", help="sandbox backend for --check-references (default: local)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("import", help="convert HumanEval- or MBPP-style JSONL into sandgym tasks")
@@ -86,8 +90,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     from sandgym.tasks.load import load_path
 
-    print(f"{args.path}: {len(load_path(args.path))} task(s), no problems")
-    return 0
+    tasks = load_path(args.path)
+    print(f"{args.path}: {len(tasks)} task(s), no problems")
+    if not args.check_references:
+        return 0
+    from sandgym.sandbox import make_sandbox
+    from sandgym.tasks.importers import verify_references
+
+    results = verify_references(tasks, lambda: make_sandbox(args.backend))
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        print(f"{args.path}: task {r.task_id}: reference check failed: {r.message}")
+    print(f"references: {len(results) - len(failed)} of {len(results)} pass their verifier")
+    return 1 if failed else 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:

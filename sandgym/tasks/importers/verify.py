@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sandgym.sandbox.protocol import Sandbox
 from sandgym.tasks.matchers import match
 from sandgym.tasks.task import Task
+from sandgym.tasks.verifier_errors import SCRIPT_PRELUDE, verifier_failure
 
 
 @dataclass(frozen=True)
@@ -34,21 +35,46 @@ def check_reference(task: Task, sandbox: Sandbox, *, timeout: float | None = 60.
         ok = ref.answer is not None and v.answer is not None and match(ref.answer, v.answer, v.matcher)
         return ReferenceCheck(task.id, ok, int(ok), 1, "" if ok else f"reference answer {ref.answer!r} does not "
                               f"match {v.answer!r} with matcher {v.matcher!r}")
-    if v.kind != "tests":
-        return ReferenceCheck(task.id, True, message=f"verifier kind {v.kind!r} not checked")
     _clear(sandbox)
     for path, text in {**task.files, **ref.files}.items():
         sandbox.write_file(path, text)
-    report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=timeout)
+    if v.kind == "script":
+        return _check_script(task, sandbox, timeout)
+    kw = {} if v.isolation == "process" else {"isolation": v.isolation}
+    report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=timeout, **kw)
     if report.all_passed:
         return ReferenceCheck(task.id, True, report.passed, report.expected)
-    bad = [f"{o.name}: {o.outcome} {o.message[:200]}" for o in report.outcomes if o.outcome != "passed"]
+    broken = [verifier_failure(task, o.message) for o in report.outcomes if o.outcome == "error" and "::" not in o.name]
+    bad = [f"the verifier fails on its own: {why}" for why in broken if why and v.isolation == "process"]
+    bad += [f"{o.name}: {o.outcome} {o.message[:200]}" for o in report.outcomes if o.outcome != "passed"]
     if not report.report_found:
         tail = (report.exec.stderr if report.exec else "")[-400:]
         bad.append(f"no test report (stderr: {tail})")
     elif report.reported < report.expected:
         bad.append(f"only {report.reported} of {report.expected} expected tests reported; fix expected_tests")
     return ReferenceCheck(task.id, False, report.passed, report.expected, "; ".join(bad))
+
+
+def _check_script(task: Task, sandbox: Sandbox, timeout: float | None) -> ReferenceCheck:
+    """Run the check script on the reference answer the way grading does; it must exit cleanly with score 1."""
+    import json
+
+    ref, v = task.reference, task.verifier
+    answer = ref.answer if ref is not None and ref.answer is not None else ""
+    sandbox.write_file("answer.txt", answer)
+    result = sandbox.run_python(SCRIPT_PRELUDE + (v.script or ""), timeout=timeout)
+    if not result.ok:
+        why = verifier_failure(task, result.stderr[-3000:], script=True) or "the check script crashed"
+        return ReferenceCheck(task.id, False, 0, 1, f"{why}; stderr: {result.stderr.strip()[-400:]}")
+    for line in reversed(result.stdout.strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
+            ok = float(data["score"]) >= 1.0
+            return ReferenceCheck(task.id, ok, int(ok), 1, "" if ok else f"the reference scores {data['score']}")
+    return ReferenceCheck(task.id, False, 0, 1, 'the check script printed no {"score": ...} line')
 
 
 def verify_references(

@@ -150,7 +150,6 @@ def _one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
         tests={f"test_service_{v.key}.py": tests}, expected_tests=n_tests, reference_files=reference, files=files,
         visible_tests=visible, entry_file="service/handler.py", key=f"{v.key}-d{min(d, 3)}",
         limits=TaskLimits(max_turns=14 + 4 * d, exec_timeout_s=40.0, episode_timeout_s=600.0),
-        isolation="in-process",  # system tests: the service shares env vars, /tmp and sockets with them
         extra_metadata={"signals": {k: list(names_) for k, names_ in SIGNALS.items()},
                         "latency_budget_s": LATENCY_BUDGET_S, "handler": v.handler},
     )

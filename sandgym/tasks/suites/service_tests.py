@@ -114,7 +114,9 @@ class Service:
 
 @pytest.fixture
 def svc(monkeypatch):
-    root = tempfile.mkdtemp(prefix="sq", dir="/tmp")  # short: unix socket paths are limited to 107 bytes
+    shared = os.path.join(WORKSPACE, ".sq")  # the solution runs in its own sandbox: share the workspace, not /tmp
+    os.makedirs(shared, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="sq", dir=shared)  # short: unix socket paths are limited to 107 bytes
     s = Service(root)
     for key in ("SERVICE_DATA", "SERVICE_SOCKET", "SERVICE_NOTIFY_DELAY", "SERVICE_IDLE_EXIT"):
         monkeypatch.setenv(key, s.env[key])
