@@ -108,35 +108,79 @@ def read_bytes(root: str, path: str, *, max_bytes: int = 1 << 30) -> bytes:
         os.close(fd)
 
 
+_LIST_OPEN_DIRS = 64
+"""Directory fds ``list_files`` keeps open to reach pending subdirectories; past it they are reopened from the root."""
+
+
 def list_files(root: str, path: str = ".", *, limit: int = 100_000) -> list[str]:
-    """Regular files under ``root/path`` (recursively, symlinks neither listed nor followed), sorted."""
+    """Regular files under ``root/path`` (recursively, symlinks neither listed nor followed), sorted; at most
+    ``limit`` files, and at most ``limit`` directories are visited.
+
+    Iterative and breadth-first (a tree of any depth lists, no RecursionError; shallow files come first when
+    ``limit`` cuts the listing). Every directory is opened through its parent's fd with ``O_NOFOLLOW`` (no path
+    string is resolved; a subdirectory replaced by a symlink meanwhile is skipped). A parent's fd stays open only
+    while some of its subdirectories are still to be opened, and at most ``_LIST_OPEN_DIRS`` of them at once
+    (further ones are reopened from ``root`` one component at a time), so neither depth nor width runs out of file
+    descriptors."""
+    from collections import deque
+
     parts = split_path(path)
     out: list[str] = []
+    pending: dict[int, int] = {}  # parent fd -> its subdirectories still to be opened through it
+    # (parent fd, or None to reopen from root) and the components of the directory from root
+    queue: deque[tuple[int | None, list[str]]] = deque()
 
-    def walk(fd: int, prefix: str) -> None:
-        with os.scandir(fd) as it:
-            entries = list(it)
+    def expand(fd: int, comps: list[str]) -> None:
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+        except OSError:
+            entries = []
+        prefix = "/".join(comps) + "/" if comps else ""
+        subdirs: list[str] = []
         for e in entries:
-            if len(out) >= limit:
-                return
-            rel = f"{prefix}{e.name}"
-            if e.is_file(follow_symlinks=False):
-                out.append(rel)
-            elif e.is_dir(follow_symlinks=False):
-                try:
-                    sub = os.open(e.name, _DIR_FLAGS, dir_fd=fd)
-                except OSError:
-                    continue
-                try:
-                    walk(sub, rel + "/")
-                finally:
-                    os.close(sub)
+            try:
+                if e.is_file(follow_symlinks=False):
+                    if len(out) < limit:
+                        out.append(prefix + e.name)
+                elif e.is_dir(follow_symlinks=False):
+                    subdirs.append(e.name)
+            except OSError:
+                continue
+        if subdirs and len(pending) < _LIST_OPEN_DIRS:
+            pending[fd] = len(subdirs)
+            queue.extend((fd, [*comps, name]) for name in subdirs)
+        else:
+            os.close(fd)
+            queue.extend((None, [*comps, name]) for name in subdirs)
 
-    fd = _open_dir(root, parts, create=False, owner=None, path=path)
+    def release(fd: int) -> None:
+        pending[fd] -= 1
+        if not pending[fd]:
+            del pending[fd]
+            os.close(fd)
+
+    top = _open_dir(root, parts, create=False, owner=None, path=path)
+    visited = 1
     try:
-        walk(fd, "/".join(parts) + "/" if parts else "")
+        expand(top, parts)
+        while queue and len(out) < limit and visited < limit:
+            parent, comps = queue.popleft()
+            try:
+                if parent is not None:
+                    fd = os.open(comps[-1], _DIR_FLAGS, dir_fd=parent)
+                else:
+                    fd = _open_dir(root, comps, create=False, owner=None, path="/".join(comps))
+            except (OSError, ValueError):  # gone, or no longer a directory (a symlink now): skip it
+                continue
+            finally:
+                if parent is not None:
+                    release(parent)
+            visited += 1
+            expand(fd, comps)
     finally:
-        os.close(fd)
+        for fd in pending:
+            os.close(fd)
     return sorted(out)
 
 
