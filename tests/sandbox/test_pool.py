@@ -54,6 +54,9 @@ class FakeSandbox:
     def list_files(self, path: str = ".") -> list[str]:
         return sorted(self.files)
 
+    def reset(self) -> None:  # the pool reuses only sandboxes that can wipe themselves
+        self.resets = getattr(self, "resets", 0) + 1
+
     def close(self) -> None:
         self.closed = True
 
@@ -95,6 +98,18 @@ def test_pool_reuse_keeps_healthy_sandbox() -> None:
             first = sb.sandbox
         with pool.acquire() as sb:
             assert sb.sandbox is first
+    assert getattr(first, "resets", 0) == 1  # wiped between the two uses
+
+
+def test_pool_never_reuses_a_backend_that_cannot_reset() -> None:
+    class NoReset(FakeSandbox):
+        reset = None  # type: ignore[assignment]
+
+    with SandboxPool(NoReset, size=1, prewarm=1, reuse=True) as pool:
+        with pool.acquire() as sb:
+            first = sb.sandbox
+        with pool.acquire() as sb:
+            assert sb.sandbox is not first and first.closed
 
 
 def test_pool_caps_concurrency() -> None:
