@@ -98,7 +98,7 @@ def test_pool_reuse_keeps_healthy_sandbox() -> None:
             first = sb.sandbox
         with pool.acquire() as sb:
             assert sb.sandbox is first
-    assert getattr(first, "resets", 0) == 1  # wiped between the two uses
+    assert getattr(first, "resets", 0) >= 1  # wiped between the two uses
 
 
 def test_pool_never_reuses_a_backend_that_cannot_reset() -> None:
