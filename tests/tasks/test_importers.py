@@ -29,7 +29,7 @@ def test_humaneval_sample() -> None:
     for t in tasks:
         assert (t.domain, t.family, t.split) == ("coding", "humaneval", "heldout")
         (src,) = t.verifier.tests.values()
-        assert src.startswith(f"from solution import {t.metadata['function']}\n")
+        assert f"\nfrom solution import {t.metadata['function']}\n" in "\n" + src  # after the prompt's helpers
         assert "raise NotImplementedError" in t.files["solution.py"]
         assert t.reference.files["solution.py"].startswith(t.files["solution.py"].split("    raise")[0][:20])
     assert "check(words_upper)" in tasks[2].verifier.tests["test_words_upper.py"]

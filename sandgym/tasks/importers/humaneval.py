@@ -41,9 +41,25 @@ def split_check(test: str, entry_point: str) -> list[str]:
     return out
 
 
-def humaneval_tests(test: str, entry_point: str) -> tuple[str, int]:
-    """A pytest file for one record and its number of test cases."""
-    head = f"from solution import {entry_point}\n\n{test.rstrip()}\n"
+def prompt_helpers(prompt: str, entry_point: str) -> str:
+    """The prompt's imports and top-level definitions other than ``entry_point`` (e.g. ``poly`` of HumanEval/32,
+    ``encode_cyclic`` of /38): HumanEval's own harness runs the tests in the program's namespace, where they are
+    defined, so the test module carries them (a trusted copy: the agent cannot change what the tests call)."""
+    try:
+        tree = ast.parse(prompt)
+    except SyntaxError:
+        return ""
+    keep = [n for n in tree.body
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            or (isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and n.name != entry_point)]
+    parts = [ast.get_source_segment(prompt, n, padded=True) for n in keep]
+    return "\n\n".join(p for p in parts if p).strip()
+
+
+def humaneval_tests(test: str, entry_point: str, prompt: str = "") -> tuple[str, int]:
+    """A pytest file for one record and its number of test cases (with the prompt's helpers, see above)."""
+    helpers = prompt_helpers(prompt, entry_point)
+    head = (f"{helpers}\n\n\n" if helpers else "") + f"from solution import {entry_point}\n\n{test.rstrip()}\n"
     parts = split_check(test, entry_point)
     if parts:
         body = "".join(f"\n\ndef test_{entry_point}_{i}():\n{p}" for i, p in enumerate(parts))
@@ -54,7 +70,7 @@ def humaneval_tests(test: str, entry_point: str) -> tuple[str, int]:
 def from_record(data: dict, *, split: str = "heldout", family: str = "humaneval", domain: str = "coding") -> Task:
     """One HumanEval record as a Task (the record is assumed to have the fields of ``FIELDS``)."""
     entry, prompt = data["entry_point"], data["prompt"]
-    tests, n = humaneval_tests(data["test"], entry)
+    tests, n = humaneval_tests(data["test"], entry, prompt)
     text = (f"Complete the function `{entry}` and save the whole program in `solution.py` (the file already "
             f"holds the signature and docstring):\n\n```python\n{prompt.rstrip()}\n```")
     return Task(
