@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import ConfigError
+from sandgym.evaluate.report_writer import Table, format_interval
 
 
 def load_metrics(d: str | Path) -> dict[str, Any]:
@@ -17,20 +18,14 @@ def load_metrics(d: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _fmt(x: dict[str, float] | None) -> str:
-    return "n/a" if not x else f"{x['value']:.3f} [{x['low']:.3f}, {x['high']:.3f}]"
-
-
 def compare_table(dirs: Sequence[str | Path]) -> str:
     """A markdown table: one row per evaluation."""
-    header = "| evaluation | policy | completion | trained | unseen | pass@1 | mean reward |\n|---|---|---|---|---|---|---|"
     rows = []
     for d in dirs:
         m = load_metrics(d)
         ov, tr = m["overall"], m["transfer"]
-        rows.append(
-            f"| {d} | {m.get('policy', {}).get('spec', '?')} | {_fmt(ov.get('completion'))} | "
-            f"{_fmt(tr['trained'].get('completion'))} | {_fmt(tr['unseen'].get('completion'))} | "
-            f"{_fmt(ov.get('pass_at_k', {}).get('1'))} | {_fmt(ov.get('reward'))} |"
-        )
-    return "\n".join([header, *rows])
+        rows.append((str(d), str(m.get("policy", {}).get("spec", "?")), format_interval(ov.get("completion")),
+                     format_interval(tr["trained"].get("completion")), format_interval(tr["unseen"].get("completion")),
+                     format_interval(ov.get("pass_at_k", {}).get("1")), format_interval(ov.get("reward"))))
+    return Table(("evaluation", "policy", "completion", "trained", "unseen", "pass@1", "mean reward"),
+                 tuple(rows)).markdown()

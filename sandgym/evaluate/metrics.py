@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class Interval:
         return {"value": self.value, "low": self.low, "high": self.high}
 
     def __str__(self) -> str:
-        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
+        return format_interval(self)
 
 
 def bootstrap_ci(
@@ -144,6 +145,25 @@ def format_p(p: float) -> str:
     ('p<0.0001', 'p=0.0625')
     """
     return "p<0.0001" if p < 1e-4 else f"p={p:.3g}"
+
+
+def format_interval(ci: Interval | Mapping[str, Any] | None, *, signed: bool = False) -> str:
+    """An interval for reports: ``value [low, high]``, 3 decimals (``+`` signs for differences); ``n/a`` when
+    missing or NaN. The one interval formatter of every report.
+
+    >>> format_interval({"value": 0.5, "low": 0.25, "high": 0.75})
+    '0.500 [0.250, 0.750]'
+    >>> format_interval(Interval(0.1, -0.05, 0.2), signed=True), format_interval(None)
+    ('+0.100 [-0.050, +0.200]', 'n/a')
+    """
+    if ci is None:
+        return "n/a"
+    d = ci.to_json() if isinstance(ci, Interval) else ci
+    value = d.get("value")
+    if value is None or value != value:
+        return "n/a"
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(value)} [{f.format(d['low'])}, {f.format(d['high'])}]"
 
 
 def normalized_gain(candidate: float, base: float) -> float:

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 from pathlib import Path
 from typing import Any
 
-from sandgym.evaluate.metrics import format_p
+from sandgym.evaluate.report_writer import (
+    PALETTE,
+    Block,
+    Bullets,
+    Code,
+    Figure,
+    Report,
+    Section,
+    Series,
+    Table,
+    Text,
+    bar_figure,
+    figure_png,
+    format_interval,
+    format_number,
+    format_p,
+    legend,
+    pyplot,
+)
 
 SECTIONS = ("Headline", "By domain", "By family", "Stability", "Transfer", "Failure modes", "Traps", "Cost",
             "Versions")
-
-
-def _ci(d: dict[str, float] | None) -> str:
-    if not d:
-        return "n/a"
-    return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
 
 
 def headline_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -29,156 +38,143 @@ def headline_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         cand = m["overall"] if key == "overall" else m["transfer"][key]
         base = (b.get("overall") if key == "overall" else b.get("transfer", {}).get(key)) or {}
         gain = b.get(f"gain_{key}")
-        g = f"{_ci(gain['diff'])} ({format_p(gain['p_value'])})" if gain else "n/a"
-        rows.append((label, _ci(cand.get("completion")), _ci(base.get("completion")), g))
+        g = f"{format_interval(gain['diff'], signed=True)} ({format_p(gain['p_value'])})" if gain else "n/a"
+        rows.append((label, format_interval(cand.get("completion")), format_interval(base.get("completion")), g))
     return rows
 
 
-def markdown(m: dict[str, Any]) -> str:
-    pol = m.get("policy", {})
-    lines = [f"# sandgym evaluation: {pol.get('spec', '?')}", ""]
-    lines += ["## Headline", "", "95% bootstrap intervals over tasks; gains are paired over the same tasks and seeds.", "",
-              "| metric | candidate | baseline | gain |", "|---|---|---|---|"]
-    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in headline_rows(m)]
+def headline_sentence(m: dict[str, Any]) -> str:
+    """The main result in one sentence: completion, and the gain over the baseline when there is one."""
     ov = m["overall"]
-    lines += ["", f"Mean reward {_ci(ov.get('reward'))} over {ov.get('episodes', 0)} episodes of {ov.get('tasks', 0)} tasks.", ""]
-    lines += ["## By domain", "", "| domain | completion | reward | pass@1 |", "|---|---|---|---|"]
-    for d, s in m["by_domain"].items():
-        lines.append(f"| {d} | {_ci(s.get('completion'))} | {_ci(s.get('reward'))} | {_ci(s.get('pass_at_k', {}).get('1'))} |")
-    lines += ["", "## By family", "", "| family | unseen | completion | tasks |", "|---|---|---|---|"]
-    for f, s in m["by_family"].items():
-        lines.append(f"| {f} | {'yes' if s.get('unseen') else ''} | {_ci(s.get('completion'))} | {s.get('tasks', 0)} |")
-    lines += ["", "## Stability", "", "| k | pass@k | pass^k |", "|---|---|---|"]
-    for k, v in ov.get("pass_at_k", {}).items():
-        lines.append(f"| {k} | {_ci(v)} | {_ci(ov['pass_hat_k'].get(k))} |")
-    seeds = m["stability"]["seeds"]
-    lines += ["", f"Consistency (all K samples agree): {_ci(ov.get('consistency'))}. "
-              f"Completion by seed: {seeds['completion_by_seed']} (std {seeds['std']:.3f}).", ""]
-    tr = m["transfer"]
-    gap = tr.get("gap")
-    lines += ["## Transfer", "", f"Trained families: {_ci(tr['trained'].get('completion'))}; unseen families: "
-              f"{_ci(tr['unseen'].get('completion'))}; gap: {'n/a' if gap is None else f'{gap:.3f}'}."]
+    text = (f"Completion {format_interval(ov.get('completion'))} over {ov.get('episodes', 0)} episodes of "
+            f"{ov.get('tasks', 0)} tasks")
+    g = (m.get("baseline") or {}).get("gain_overall")
+    if g:
+        spec = (m.get("baseline_policy") or {}).get("spec", "the baseline")
+        text += f"; {format_interval(g['diff'], signed=True)} over {spec} ({format_p(g['p_value'])})"
+    return text + "."
+
+
+def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
+    """The evaluation report of the metrics ``m`` (as written to ``metrics.json``)."""
+    pol = m.get("policy", {})
     b = m.get("baseline")
-    if b:
-        for key in ("trained", "unseen"):
-            g = b.get(f"gain_{key}")
-            if g:
-                ng = g.get("normalized_gain")
-                lines.append(f"- {key}: {g['baseline']:.3f} -> {g['candidate']:.3f}, gain {_ci(g['diff'])}, "
-                             f"normalised gain {'n/a' if ng is None else f'{ng:.3f}'}, {format_p(g['p_value'])}")
-    lines += ["", "## Failure modes", "", "| mode | candidate | baseline |", "|---|---|---|"]
+    figs = plots(m) if with_plots else {}
+    ov = m["overall"]
+
+    def fig(key: str) -> tuple[Block, ...]:
+        return (figs[key],) if key in figs else ()
+
+    headline: tuple[Block, ...] = (
+        Text(headline_sentence(m)),
+        Table(("metric", "candidate", "baseline", "gain"), tuple(headline_rows(m))),
+        Text("95% bootstrap intervals over tasks; gains are paired over the same tasks and seeds. "
+             f"Mean reward {format_interval(ov.get('reward'))}."),
+    )
+    by_domain = Table(("domain", "completion", "reward", "pass@1"), tuple(
+        (d, format_interval(s.get("completion")), format_interval(s.get("reward")),
+         format_interval(s.get("pass_at_k", {}).get("1"))) for d, s in m["by_domain"].items()))
+    by_family = Table(("family", "unseen", "completion", "tasks"), tuple(
+        (f, "yes" if s.get("unseen") else "", format_interval(s.get("completion")), str(s.get("tasks", 0)))
+        for f, s in m["by_family"].items()))
+    stability = Table(("k", "pass@k", "pass^k"), tuple(
+        (k, format_interval(v), format_interval(ov["pass_hat_k"].get(k))) for k, v in ov.get("pass_at_k", {}).items()))
+    seeds = m["stability"]["seeds"]
+    tr = m["transfer"]
+    gains = []
+    for key in ("trained", "unseen"):
+        g = (b or {}).get(f"gain_{key}")
+        if g:
+            gains.append(f"{key}: {g['baseline']:.3f} -> {g['candidate']:.3f}, gain "
+                         f"{format_interval(g['diff'], signed=True)}, normalised gain "
+                         f"{format_number(g.get('normalized_gain'))}, {format_p(g['p_value'])}")
     bfm = (b or {}).get("failure_modes", {})
-    for mode, share in m["failure_modes"].items():
-        lines.append(f"| {mode} | {share:.3f} | {bfm.get(mode, float('nan')):.3f} |")
-    lines += ["", "## Traps", ""]
+    failures = Table(("mode", "candidate", "baseline"), tuple(
+        (mode, f"{share:.3f}", format_number(bfm.get(mode))) for mode, share in m["failure_modes"].items()))
     t = m.get("traps")
     if t:
         bt = (b or {}).get("traps") or {}
-        lines.append(f"Trap-test failure rate {_ci(t['trap_failure_rate'])} (baseline {_ci(bt.get('trap_failure_rate'))}); "
-                     f"main-test failure rate {_ci(t['main_failure_rate'])} (baseline {_ci(bt.get('main_failure_rate'))}).")
+        traps: Block = Text(
+            f"Trap-test failure rate {format_interval(t['trap_failure_rate'])} (baseline "
+            f"{format_interval(bt.get('trap_failure_rate'))}); main-test failure rate "
+            f"{format_interval(t['main_failure_rate'])} (baseline {format_interval(bt.get('main_failure_rate'))}).")
     else:
-        lines.append("No task in these suites carries trap tests.")
+        traps = Text("No task in these suites carries trap tests.")
     c = m["cost"]
-    lines += ["", "## Cost", "", f"{c['gen_tokens_total']:.0f} generated tokens ({c['gen_tokens_mean']:.1f}/episode), "
-              f"{c['turns_mean']:.2f} turns/episode, {c['sandbox_s_total']:.1f} s in the sandbox, "
-              f"{m.get('wall_s', 0):.0f} s wall; truncated {c['truncated_frac']:.3f}; infra failures {m.get('infra_failures', 0)}.", ""]
-    lines += ["## Versions", "", "```", *[f"{k}: {v}" for k, v in (m.get("versions") or {}).items()],
-              f"policy: {m.get('policy')}", f"baseline: {m.get('baseline_policy')}", "```", ""]
-    return "\n".join(lines)
+    sections = (
+        Section("Headline", headline),
+        Section("By domain", (by_domain, *fig("domains"))),
+        Section("By family", (by_family,)),
+        Section("Stability", (stability, Text(
+            f"Consistency (all K samples agree): {format_interval(ov.get('consistency'))}. Completion by seed: "
+            f"{seeds['completion_by_seed']} (std {seeds['std']:.3f})."), *fig("passk"))),
+        Section("Transfer", (Text(
+            f"Trained families: {format_interval(tr['trained'].get('completion'))}; unseen families: "
+            f"{format_interval(tr['unseen'].get('completion'))}; gap: {format_number(tr.get('gap'))}."),
+            *((Bullets(tuple(gains)),) if gains else ()), *fig("transfer"))),
+        Section("Failure modes", (failures, *fig("failures"))),
+        Section("Traps", (traps,)),
+        Section("Cost", (Text(
+            f"{c['gen_tokens_total']:.0f} generated tokens ({c['gen_tokens_mean']:.1f}/episode), "
+            f"{c['turns_mean']:.2f} turns/episode, {c['sandbox_s_total']:.1f} s in the sandbox, "
+            f"{m.get('wall_s', 0):.0f} s wall; truncated {c['truncated_frac']:.3f}; infra failures "
+            f"{m.get('infra_failures', 0)}."),)),
+        Section("Versions", (Code((*[f"{k}: {v}" for k, v in (m.get("versions") or {}).items()],
+                                   f"policy: {m.get('policy')}", f"baseline: {m.get('baseline_policy')}")),)),
+    )
+    return Report(f"sandgym evaluation: {pol.get('spec', '?')}", sections)
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
+def markdown(m: dict[str, Any]) -> str:
+    return build_report(m, with_plots=False).markdown()
 
 
-def plots(m: dict[str, Any]) -> dict[str, str]:
-    """Base64 PNGs: per-domain bars with intervals, pass@k vs k, seen vs unseen, failure modes."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+def plots(m: dict[str, Any]) -> dict[str, Figure]:
+    """Per-domain completion with intervals, pass@k and pass^k vs k, seen vs unseen, failure modes."""
+    plt = pyplot()
+    if plt is None:
         return {}
     b = m.get("baseline") or {}
-    out = {}
-
-    def bars(ax: Any, labels: list[str], series: list[tuple[str, list[dict[str, float] | None]]]) -> None:
-        width = 0.8 / max(len(series), 1)
-        for i, (name, vals) in enumerate(series):
-            xs = [j + i * width for j in range(len(labels))]
-            v = [x["value"] if x else 0 for x in vals]
-            err = [[x["value"] - x["low"] if x else 0 for x in vals], [x["high"] - x["value"] if x else 0 for x in vals]]
-            ax.bar(xs, v, width, yerr=err, capsize=3, label=name)
-        ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(labels))], labels, rotation=30, ha="right")
-        ax.set_ylim(0, 1.05)
-        ax.legend()
-
+    out: dict[str, Figure] = {}
     doms = list(m["by_domain"])
-    fig, ax = plt.subplots(figsize=(6, 3))
-    series = [("candidate", [m["by_domain"][d].get("completion") for d in doms])]
-    if b:
-        series.append(("baseline", [None for _ in doms]))
-    bars(ax, doms, series[:1])
-    ax.set_title("completion by domain (95% CI)")
-    out["domains"] = _png(fig)
+    f = bar_figure("completion by domain (95% CI)", doms,
+                   [("candidate", [m["by_domain"][d].get("completion") for d in doms])])
+    if f:
+        out["domains"] = f
 
-    fig, ax = plt.subplots(figsize=(6, 3))
-    for name, s in (("candidate", m["overall"]), ("baseline", b.get("overall"))):
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for i, (name, s) in enumerate((("candidate", m["overall"]), ("baseline", b.get("overall")))):
         if s and s.get("pass_at_k"):
             ks = [int(k) for k in s["pass_at_k"]]
-            ax.plot(ks, [s["pass_at_k"][str(k)]["value"] for k in ks], marker="o", label=f"{name} pass@k")
-            ax.plot(ks, [s["pass_hat_k"][str(k)]["value"] for k in ks], marker="x", ls="--", label=f"{name} pass^k")
-    ax.set_xlabel("k")
+            ax.plot(ks, [s["pass_at_k"][str(k)]["value"] for k in ks], marker="o", color=PALETTE[2 * i],
+                    label=f"{name} pass@k")
+            ax.plot(ks, [s["pass_hat_k"][str(k)]["value"] for k in ks], marker="s", ls="--",
+                    color=PALETTE[2 * i + 1], label=f"{name} pass^k")
+            ax.set_xticks(ks)
+    ax.set_xlabel("k (samples per task)")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7)
-    ax.set_title("pass@k and pass^k")
-    out["passk"] = _png(fig)
+    legend(ax)
+    ax.set_title("pass@k (any of k succeeds) and pass^k (all k succeed)")
+    out["passk"] = Figure("pass@k and pass^k", figure_png(fig))
 
-    fig, ax = plt.subplots(figsize=(6, 3))
-    groups = ["trained", "unseen"]
-    series = [("candidate", [m["transfer"][g].get("completion") for g in groups])]
+    groups = ["trained families", "unseen families"]
+    series: list[Series] = [("candidate", [m["transfer"][g].get("completion") for g in ("trained", "unseen")])]
     if b:
-        series.append(("baseline", [b["transfer"][g].get("completion") for g in groups]))
-    bars(ax, groups, series)
-    ax.set_title("seen vs unseen families (95% CI)")
-    out["transfer"] = _png(fig)
+        series.append(("baseline", [b["transfer"][g].get("completion") for g in ("trained", "unseen")]))
+    f = bar_figure("completion on seen vs unseen families (95% CI)", groups, series)
+    if f:
+        out["transfer"] = f
 
-    fig, ax = plt.subplots(figsize=(6, 3))
     modes = list(m["failure_modes"])
-    xs = range(len(modes))
-    ax.bar([x - 0.2 for x in xs], [m["failure_modes"][k] for k in modes], 0.4, label="candidate")
+    series = [("candidate", [m["failure_modes"][k] for k in modes])]
     if b:
-        ax.bar([x + 0.2 for x in xs], [b.get("failure_modes", {}).get(k, 0) for k in modes], 0.4, label="baseline")
-    ax.set_xticks(list(xs), modes, rotation=30, ha="right")
-    ax.legend()
-    ax.set_title("failure modes (share of episodes)")
-    out["failures"] = _png(fig)
+        series.append(("baseline", [b.get("failure_modes", {}).get(k, 0.0) for k in modes]))
+    f = bar_figure("failure modes (share of episodes)", modes, series)
+    if f:
+        out["failures"] = f
     return out
 
 
-def to_html(m: dict[str, Any], md: str) -> str:
-    imgs = plots(m)
-    body = [f"<h1>{html.escape(md.splitlines()[0].lstrip('# '))}</h1>"]
-    body.append("<h2>Headline</h2><table><tr><th>metric</th><th>candidate</th><th>baseline</th><th>gain</th></tr>")
-    for row in headline_rows(m):
-        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
-    body.append("</table>")
-    for title, key in (("By domain", "domains"), ("Stability: pass@k", "passk"), ("Transfer", "transfer"),
-                       ("Failure modes", "failures")):
-        if key in imgs:
-            body.append(f"<h2>{title}</h2><img alt='{key}' src='data:image/png;base64,{imgs[key]}'/>")
-    body.append(f"<h2>Full report</h2><pre>{html.escape(md)}</pre>")
-    style = "body{font-family:sans-serif;max-width:960px;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px}"
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>sandgym report</title><style>{style}</style></head><body>{''.join(body)}</body></html>"
-
-
 def write_reports(out: Path, m: dict[str, Any]) -> None:
-    md = markdown(m)
-    (out / "report.md").write_text(md, encoding="utf-8")
-    (out / "report.html").write_text(to_html(m, md), encoding="utf-8")
+    """``report.md`` and ``report.html`` of the metrics ``m`` into ``out``."""
+    build_report(m).write(out)
