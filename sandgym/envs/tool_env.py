@@ -127,6 +127,7 @@ class ToolEnv(gym.Env[str, str]):
         self.sandbox_factory = sandbox_factory or self._default_factory
         self.reuse_sandbox = reuse_sandbox
         self._spare: Sandbox | None = None
+        self._spare_requirements: tuple[str, ...] = ()
         self.toolset = ToolSet(tools if tools is not None else builtin_tools())
         # Code actions run through these built-ins even when the agent is not offered them as tools.
         self._code_action_tools = ToolSet(builtin_tools(["python", "write_file", "submit"]))
@@ -160,15 +161,9 @@ class ToolEnv(gym.Env[str, str]):
         from sandgym.sandbox import Limits
 
         limits = Limits(timeout_s=task.limits.exec_timeout_s)
-        try:
-            from sandgym.sandbox.factory import make_sandbox
-        except ModuleNotFoundError as exc:  # factory not built yet: the local backend directly
-            if exc.name != "sandgym.sandbox.factory" or self.backend not in ("local", "auto"):
-                raise
-            from sandgym.sandbox.local import LocalSandbox
+        from sandgym.sandbox.factory import make_sandbox
 
-            return LocalSandbox(limits)
-        return make_sandbox(self.backend, limits=limits)
+        return make_sandbox(self.backend, limits=limits, requirements=task.requirements)
 
     def system_prompt(self, task: Task) -> str:
         """Domain, how to call tools (one short example), the tool schemas: short, the model may have 8K context.
@@ -288,6 +283,11 @@ class ToolEnv(gym.Env[str, str]):
 
     def _sandbox_for(self, task: Task) -> Sandbox:
         spare, self._spare = self._spare, None
+        if spare is not None and self._spare_requirements != task.requirements:  # another task environment
+            with contextlib.suppress(Exception):
+                spare.close()
+            spare = None
+        self._spare_requirements = task.requirements
         return spare if spare is not None else self.sandbox_factory(task)
 
     def _close_episode(self, keep: bool = False) -> None:

@@ -91,8 +91,10 @@ class E2BSandbox:
         factory: Callable[..., Any] | None = None,
         code_interpreter: bool = False,
         allow_internet: bool = False,
+        requirements: Sequence[str] = (),
     ) -> None:
         self.limits = limits or Limits()
+        self.requirements = tuple(requirements)
         self.workdir = WORKDIR
         self.code_interpreter = code_interpreter
         self._closed = False
@@ -119,6 +121,19 @@ class E2BSandbox:
         except Exception as e:
             self.close()
             raise infra_error(e, "preparing the new sandbox") from e
+        if self.requirements:
+            self._install(self.requirements)
+
+    def _install(self, reqs: Sequence[str]) -> None:
+        """The task's packages (``Task.requirements``), installed for the sandbox user before any agent code; a
+        template that already has them makes this a no-op check. Needs network from the VM or a mirror."""
+        result = self.exec(["python3", "-m", "pip", "install", "--quiet", "--user", "--disable-pip-version-check",
+                            *reqs], timeout=600)
+        if not result.ok:
+            self.close()
+            raise SandboxError(f"cannot install the task's requirements {list(reqs)} in the E2B sandbox: "
+                               f"{(result.stderr or result.stdout).strip()[-600:]}; build an E2B template with them "
+                               "(template=...) or create the sandbox with allow_internet=True")
 
     @property
     def sandbox_id(self) -> str:

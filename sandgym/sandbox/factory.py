@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from sandgym.errors import SandboxError
@@ -24,16 +25,25 @@ def resolve_backend(backend: str = "auto") -> str:
     return backend
 
 
-def make_sandbox(backend: str = "auto", limits: Limits | None = None, **kwargs: Any) -> Sandbox:
-    """Create a sandbox. ``unsafe-local`` allows the rlimits-only fallback when namespaces are refused."""
+def make_sandbox(backend: str = "auto", limits: Limits | None = None, *, requirements: Sequence[str] = (),
+                 **kwargs: Any) -> Sandbox:
+    """Create a sandbox. ``unsafe-local`` allows the rlimits-only fallback when namespaces are refused.
+
+    ``requirements``: the task's packages (``Task.requirements``): a cached host environment mounted read-only
+    (local backends, ``sandgym.sandbox.pyenv``) or installed into the VM (E2B).
+    """
     name = resolve_backend(backend)
     limits = limits or Limits()
     if name == "e2b":
         from sandgym.sandbox.e2b import E2BSandbox  # written separately; imported lazily (optional SDK)
 
-        return E2BSandbox(limits=limits, **kwargs)
+        return E2BSandbox(limits=limits, requirements=requirements, **kwargs)
     from sandgym.sandbox.local import LocalSandbox
 
+    if requirements:
+        from sandgym.sandbox.pyenv import ensure_env
+
+        kwargs["python_env"] = ensure_env(requirements)
     if name == "unsafe-local":
         kwargs["allow_weak_isolation"] = True
     return LocalSandbox(limits, **kwargs)

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
 from sandgym.errors import SandboxError
-from sandgym.sandbox import fsapi, runtime
+from sandgym.sandbox import fsapi, pyenv, runtime
 from sandgym.sandbox.channel import Channel, ChannelDead, ChannelTimeout
 from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
 
@@ -58,8 +58,11 @@ class LocalSandbox:
 
     def __init__(self, limits: Limits | None = None, *, python: str | None = None,
                  allow_weak_isolation: bool = False, slot: int | None = None, warm: bool = True,
-                 bwrap: str | None = None) -> None:
+                 bwrap: str | None = None, python_env: str | None = None) -> None:
         self.limits = limits or Limits()
+        self.python_env = python_env
+        """Host path of a task environment (``sandgym.sandbox.pyenv.ensure_env``), bound read-only at
+        ``/opt/sandgym-env`` and first on the Python path of the agent's code and the tests; None: none."""
         self.python = python or (DEFAULT_PYTHON if os.path.exists(DEFAULT_PYTHON) else "python3")
         self.warm = warm
         self._lock = threading.RLock()
@@ -144,21 +147,22 @@ class LocalSandbox:
         if self.weak:
             rt = str(self._rt.root)
             return {"workspace": self.host_workdir, "grader": self._grader, "site": f"{rt}/site",
-                    "warm_dir": f"{rt}/warmup", "rt": rt}
+                    "warm_dir": f"{rt}/warmup", "rt": rt, "pyenv": self.python_env or ""}
         rt = runtime.IN_RT
         return {"workspace": runtime.IN_WORK, "grader": runtime.IN_GRADER, "site": f"{rt}/site",
-                "warm_dir": f"{rt}/warmup", "rt": rt}
+                "warm_dir": f"{rt}/warmup", "rt": rt, "pyenv": pyenv.IN_ENV if self.python_env else ""}
 
     def base_env(self) -> dict[str, str]:
         """The environment every sandboxed process starts from (the host environment is never passed)."""
         p = self._paths()
         return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp" if not self.weak else self.host_workdir,
-                "LANG": "C.UTF-8", "USER": "sandbox", "TMPDIR": "/tmp", "PYTHONPATH": p["site"],
+                "LANG": "C.UTF-8", "USER": "sandbox", "TMPDIR": "/tmp",
+                "PYTHONPATH": ":".join(x for x in (p["pyenv"], p["site"]) if x),
                 "PYTHONDONTWRITEBYTECODE": "1"}
 
     def _spawn(self, mode: str) -> Channel:
         p = self._paths()
-        cfg: dict[str, object] = {k: p[k] for k in ("workspace", "grader", "site", "warm_dir", "rt")}
+        cfg: dict[str, object] = {k: p[k] for k in ("workspace", "grader", "site", "warm_dir", "rt", "pyenv")}
         cfg["kill_all"] = not self.weak
         return self.spawn_script(["worker.py", mode, ascii(cfg)], grader=True)
 
@@ -175,6 +179,8 @@ class LocalSandbox:
             argv = self._cgroup.wrap(argv) if self._cgroup is not None else argv
             return Channel(argv, log=self._logf, cwd=self.host_workdir, env=self.base_env(), popen_kw=kw,
                            literal_requests=args[0] == "worker.py")
+        if self.python_env:  # the task's packages, read-only, in every sandbox process of this sandbox
+            ro_binds = [*ro_binds, (self.python_env, pyenv.IN_ENV)]
         argv = runtime.bwrap_argv(self._rt, work=self.host_workdir, grader=self._grader if grader else None,
                                   tmp_mb=self.limits.tmp_mb, env={}, ro_binds=ro_binds,
                                   as_pid_1=as_pid_1)
@@ -402,7 +408,8 @@ class LocalSandbox:
             if self.uid is not None:
                 os.chown(os.path.join(link, end), self.uid, self.uid)
         in_link = link if self.weak else runtime.IN_LINK
-        cfg = {"workspace": self._paths()["workspace"], "link": in_link, "limits": self.limits_dict()}
+        cfg = {"workspace": self._paths()["workspace"], "link": in_link, "limits": self.limits_dict(),
+               "pyenv": self._paths()["pyenv"]}
         ch = self.spawn_script(["solution_host.py", ascii(cfg)], grader=False,
                                ro_binds=[] if self.weak else [(link, runtime.IN_LINK)])
         return link, ch

@@ -120,7 +120,7 @@ def main():
     os.set_inheritable(proto_in, False)
     os.set_inheritable(proto_out, False)
     os.chdir(cfg["workspace"])
-    sys.path[:] = [cfg["workspace"]] + sys.path + [cfg["site"]]
+    sys.path[:] = [cfg["workspace"]] + ([cfg["pyenv"]] if cfg.get("pyenv") else []) + sys.path + [cfg["site"]]
     _limits(cfg["limits"])
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)

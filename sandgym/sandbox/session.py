@@ -39,7 +39,7 @@ class LocalCodeSession:
     def _start(self) -> None:
         p = self._sb._paths()
         cfg = {"workspace": p["workspace"], "site": p["site"], "limits": self._sb.limits_dict(),
-               "kill_all": not self._sb.weak}
+               "kill_all": not self._sb.weak, "pyenv": p["pyenv"]}
         ch = self._sb.spawn_script(["repl.py", json.dumps(cfg)], grader=False, as_pid_1=False)
         try:
             ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)

@@ -210,7 +210,8 @@ def _child(rfd, wfd):
     _set_limits(CFG.get("limits") or {})
     os.setsid()
     os.chdir(CFG["workspace"])
-    sys.path[:] = [CFG["workspace"]] + [p for p in sys.path if p not in ("", CFG["workspace"])]
+    env = [CFG["pyenv"]] if CFG.get("pyenv") else []
+    sys.path[:] = [CFG["workspace"], *env] + [p for p in sys.path if p not in ("", CFG["workspace"], *env)]
     sys.dont_write_bytecode = True
     sys.argv = ["solution"]
     Server(rfd, wfd).serve()

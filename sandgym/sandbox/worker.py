@@ -330,6 +330,8 @@ def main():
     mode = sys.argv[1]
     CFG = _literal(sys.argv[2])
     sys.dont_write_bytecode = True  # no __pycache__ in the workspace
+    if CFG.get("pyenv"):  # the task's own packages come first, for the agent's code and the tests alike
+        sys.path.insert(0, CFG["pyenv"])
     for extra in (CFG.get("site"), "/usr/lib/python3/dist-packages"):  # what `python3 -c` would also see
         if extra and extra not in sys.path and os.path.isdir(extra):
             sys.path.append(extra)

@@ -97,7 +97,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from sandgym.sandbox import make_sandbox
     from sandgym.tasks.importers import verify_references
 
-    results = verify_references(tasks, lambda: make_sandbox(args.backend))
+    results = verify_references(tasks, lambda **kw: make_sandbox(args.backend, **kw))
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"{args.path}: task {r.task_id}: reference check failed: {r.message}")
@@ -115,7 +115,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         from sandgym.sandbox import make_sandbox
         from sandgym.tasks.importers import verify_references
 
-        results = verify_references(tasks, lambda: make_sandbox(args.backend))
+        results = verify_references(tasks, lambda **kw: make_sandbox(args.backend, **kw))
         failed = [r for r in results if not r.ok]
         for r in failed:
             print(f"reference FAILED {r.task_id}: {r.passed}/{r.expected} passed; {r.message}")

@@ -63,6 +63,8 @@ def write_folder(task: Task, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     top = {"id": task.id, "domain": task.domain, "family": task.family, "split": task.split,
            "difficulty": task.difficulty, "unseen": task.unseen, "prompt": task.prompt}
+    if task.requirements:
+        top["requirements"] = list(task.requirements)
     lines = [f"{k} = {toml_value(v, multiline=True)}" for k, v in top.items()]
     v = task.verifier
     lines += ["", *_table("verifier", {"kind": v.kind, "expected_tests": v.expected_tests or None,

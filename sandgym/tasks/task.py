@@ -90,6 +90,17 @@ class TaskLimits:
                 raise TaskError(f"limits.{name}={getattr(self, name)!r}: {bad[0]} (fix: {bad[1]})")
 
 
+def requirement_error(req: str) -> str | None:
+    """Why ``req`` is not one plain pip requirement specifier (None when it is)."""
+    if not req.strip():
+        return "is empty; remove it"
+    if "\n" in req or "\r" in req:
+        return "spans lines; give one requirement per list item"
+    if req.lstrip().startswith("-"):
+        return "is a pip option; give package specifiers only (a wheelhouse is set with SANDGYM_WHEELHOUSE)"
+    return None
+
+
 @dataclass(frozen=True)
 class Task:
     """One task instance: what the agent is told, the workspace it starts in, and how it is decided."""
@@ -108,10 +119,22 @@ class Task:
     unseen: bool = False
     """Family held out of training by default, so evaluation can measure transfer."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    requirements: tuple[str, ...] = ()
+    """Python packages (pip requirement specifiers, e.g. ``"attrs>=23"``) that the agent's code and the tests
+    need: built once on the host into a cached environment and mounted read-only first on the sandbox's Python
+    path (``sandgym.sandbox.pyenv``). They come from the task author, never from the agent."""
 
     def __post_init__(self) -> None:
         if not self.id:
             raise TaskError("task.id is empty; give every task a unique id")
+        if isinstance(self.requirements, str) or not all(isinstance(r, str) for r in self.requirements):
+            raise TaskError(f"task {self.id}: requirements={self.requirements!r} must be a list of strings "
+                            "such as ['attrs>=23']")
+        object.__setattr__(self, "requirements", tuple(self.requirements))
+        for req in self.requirements:
+            why = requirement_error(req)
+            if why:
+                raise TaskError(f"task {self.id}: requirement {req!r}: {why}")
         if self.split not in SPLITS:
             raise TaskError(f"task {self.id}: split={self.split!r} is not one of {SPLITS}")
         if not self.prompt.strip():

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import TaskError
-from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
+from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier, requirement_error
 
 NESTED: dict[str, type] = {"verifier": Verifier, "reference": Reference, "limits": TaskLimits}
 TEXT_MAPPINGS = ("files", "visible_tests", "tests", "traps")
@@ -226,6 +226,15 @@ def _semantic(data: Mapping[str, Any], file: str, where: Callable[[str], int | N
         add("id", "task id is empty", "give every task a unique id such as 'mysuite/task-001'")
     if not str(data["prompt"]).strip():
         add("prompt", "prompt is empty", "say what the agent must do")
+    reqs = data.get("requirements", [])
+    if not isinstance(reqs, list) or not all(isinstance(r, str) for r in reqs):
+        add("requirements", f"expected a list of strings, got {_json_type(reqs)}",
+            "write requirements = [\"attrs>=23\", ...] (pip specifiers)")
+    else:
+        for req in reqs:
+            why = requirement_error(req)
+            if why:
+                add("requirements", f"requirement {req!r} {why}", "give one plain pip specifier per item")
     checked = [("difficulty", data.get("difficulty"))]
     if isinstance(data.get("limits"), Mapping):
         checked += [(f"limits.{k}", v) for k, v in data["limits"].items()]

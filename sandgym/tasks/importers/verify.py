@@ -78,14 +78,29 @@ def _check_script(task: Task, sandbox: Sandbox, timeout: float | None) -> Refere
 
 
 def verify_references(
-    tasks: Iterable[Task], sandbox_factory: Callable[[], Sandbox], *, timeout: float | None = 60.0
+    tasks: Iterable[Task], sandbox_factory: Callable[..., Sandbox], *, timeout: float | None = 60.0
 ) -> list[ReferenceCheck]:
-    """Check every task's reference, reusing one sandbox (cleared between tasks); one result per task."""
-    results = []
-    sandbox = sandbox_factory()
-    try:
-        for task in tasks:
-            results.append(check_reference(task, sandbox, timeout=timeout))
-    finally:
-        sandbox.close()
-    return results
+    """Check every task's reference, one sandbox per task environment (cleared between tasks); one result per
+    task. Tasks with ``requirements`` get ``sandbox_factory(requirements=...)``; an environment that cannot be
+    built fails each of its tasks with the reason."""
+    from sandgym.errors import SandboxError
+
+    groups: dict[tuple[str, ...], list[Task]] = {}
+    order = []
+    for task in tasks:
+        groups.setdefault(task.requirements, []).append(task)
+        order.append(task.id)
+    by_id: dict[str, ReferenceCheck] = {}
+    for reqs, group in groups.items():
+        try:
+            sandbox = sandbox_factory(requirements=reqs) if reqs else sandbox_factory()
+        except SandboxError as exc:
+            for task in group:
+                by_id[task.id] = ReferenceCheck(task.id, False, message=f"task environment {list(reqs)}: {exc}")
+            continue
+        try:
+            for task in group:
+                by_id[task.id] = check_reference(task, sandbox, timeout=timeout)
+        finally:
+            sandbox.close()
+    return [by_id[tid] for tid in order]
