@@ -70,6 +70,7 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
         Table(("metric", "candidate", "baseline", "gain"), tuple(headline_rows(m))),
         Text("95% bootstrap intervals over tasks; gains are paired over the same tasks and seeds. "
              f"Mean reward {format_interval(ov.get('reward'))}."),
+        *fig("headline"),
     )
     by_domain = Table(("domain", "completion", "reward", "pass@1"), tuple(
         (d, format_interval(s.get("completion")), format_interval(s.get("reward")),
@@ -107,11 +108,12 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
         Section("By family", (by_family,)),
         Section("Stability", (stability, Text(
             f"Consistency (all K samples agree): {format_interval(ov.get('consistency'))}. Completion by seed: "
-            f"{seeds['completion_by_seed']} (std {seeds['std']:.3f})."), *fig("passk"))),
+            + ", ".join(f"seed {k} {format_number(v)}" for k, v in seeds["completion_by_seed"].items())
+            + f" (std {seeds['std']:.3f})."), *fig("passk"))),
         Section("Transfer", (Text(
             f"Trained families: {format_interval(tr['trained'].get('completion'))}; unseen families: "
             f"{format_interval(tr['unseen'].get('completion'))}; gap: {format_number(tr.get('gap'))}."),
-            *((Bullets(tuple(gains)),) if gains else ()), *fig("transfer"))),
+            *((Bullets(tuple(gains)),) if gains else ()))),
         Section("Failure modes", (failures, *fig("failures"))),
         Section("Traps", (traps,)),
         Section("Cost", (Text(
@@ -130,7 +132,8 @@ def markdown(m: dict[str, Any]) -> str:
 
 
 def plots(m: dict[str, Any]) -> dict[str, Figure]:
-    """Per-domain completion with intervals, pass@k and pass^k vs k, seen vs unseen, failure modes."""
+    """Completion overall / trained / unseen families (the headline), per domain, pass@k and pass^k vs k, and
+    failure modes; candidate and baseline in their own colours, with 95% intervals."""
     plt = pyplot()
     if plt is None:
         return {}
@@ -143,13 +146,15 @@ def plots(m: dict[str, Any]) -> dict[str, Figure]:
         out["domains"] = f
 
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    for i, (name, s) in enumerate((("candidate", m["overall"]), ("baseline", b.get("overall")))):
+    # candidate in blues, baseline in oranges (as in the bar charts); pass^k dashed
+    for (name, s), (c_at, c_hat) in zip((("candidate", m["overall"]), ("baseline", b.get("overall"))),
+                                        ((PALETTE[0], PALETTE[5]), (PALETTE[1], PALETTE[4])), strict=True):
         if s and s.get("pass_at_k"):
             ks = [int(k) for k in s["pass_at_k"]]
-            ax.plot(ks, [s["pass_at_k"][str(k)]["value"] for k in ks], marker="o", color=PALETTE[2 * i],
+            ax.plot(ks, [s["pass_at_k"][str(k)]["value"] for k in ks], marker="o", color=c_at,
                     label=f"{name} pass@k")
             ax.plot(ks, [s["pass_hat_k"][str(k)]["value"] for k in ks], marker="s", ls="--",
-                    color=PALETTE[2 * i + 1], label=f"{name} pass^k")
+                    color=c_hat, label=f"{name} pass^k")
             ax.set_xticks(ks)
     ax.set_xlabel("k (samples per task)")
     ax.set_ylim(0, 1.05)
@@ -157,13 +162,15 @@ def plots(m: dict[str, Any]) -> dict[str, Figure]:
     ax.set_title("pass@k (any of k succeeds) and pass^k (all k succeed)")
     out["passk"] = Figure("pass@k and pass^k", figure_png(fig))
 
-    groups = ["trained families", "unseen families"]
-    series: list[Series] = [("candidate", [m["transfer"][g].get("completion") for g in ("trained", "unseen")])]
+    groups = ["all tasks", "trained families", "unseen families"]
+    series: list[Series] = [("candidate", [m["overall"].get("completion"),
+                                           *(m["transfer"][g].get("completion") for g in ("trained", "unseen"))])]
     if b:
-        series.append(("baseline", [b["transfer"][g].get("completion") for g in ("trained", "unseen")]))
-    f = bar_figure("completion on seen vs unseen families (95% CI)", groups, series)
+        series.append(("baseline", [b["overall"].get("completion"),
+                                    *(b["transfer"][g].get("completion") for g in ("trained", "unseen"))]))
+    f = bar_figure("completion: all tasks, trained and unseen families (95% CI)", groups, series)
     if f:
-        out["transfer"] = f
+        out["headline"] = f
 
     modes = list(m["failure_modes"])
     series = [("candidate", [m["failure_modes"][k] for k in modes])]
