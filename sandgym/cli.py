@@ -15,8 +15,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sandgym.envs.cli",
     "sandgym.tasks.cli",
     "sandgym.agents.cli",
-    "sandgym.train.cli",
-    "sandgym.train.sweep_cli",
+    "sandgym.experiments.cli",  # train + sft (sandgym.train.cli, with the periodic evaluation hook), sweep
     "sandgym.evaluate.cli",
     "sandgym.sandbox.cli",
     "sandgym.private.cli",

@@ -1,7 +1,7 @@
 """The demo's attribution report on constructed episodes (the real demo run is recorded in docs/BENCHMARKS.md)."""
 
-from sandgym.demo import eval_config, report
 from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.experiments.demo import eval_config, report
 from sandgym.train.config import load_config
 
 
@@ -42,8 +42,8 @@ def test_attribution_table_and_verdict(tmp_path):
 def test_rerun_with_another_config_is_refused(tmp_path):
     import pytest
 
-    from sandgym.demo import check_same_config
     from sandgym.errors import ConfigError
+    from sandgym.experiments.demo import check_same_config
 
     cfg = load_config("examples/quickstart.toml")
     check_same_config(tmp_path, cfg)

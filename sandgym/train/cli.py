@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
 
-def add_commands(sub: Any) -> None:
+def add_commands(sub: Any, *, on_eval: Any = None) -> None:
+    """``train`` and ``sft``; ``on_eval`` is the training loop's periodic evaluation hook (``sandgym.experiments``
+    registers these commands with it)."""
     p = sub.add_parser("train", help="train a LoRA policy with GRPO-family RL from a TOML config")
     _common(p)
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint")
     p.add_argument("--ray-address", metavar="ADDRESS", help="train on the Ray cluster at ADDRESS (sets "
                    'distributed.backend="ray"; "auto" joins the local cluster)')
-    p.set_defaults(func=_train)
+    p.set_defaults(func=functools.partial(_train, on_eval=on_eval))
     s = sub.add_parser("sft", help="warm-start the LoRA adapter on demonstrations (oracle or JSONL transcripts)")
     _common(s)
     s.set_defaults(func=_sft)
@@ -31,7 +34,7 @@ def _load(args: argparse.Namespace, extra: list[str] | None = None) -> Any:
     return load_config(args.config, [*args.overrides, *(extra or [])])
 
 
-def _train(args: argparse.Namespace) -> int:
+def _train(args: argparse.Namespace, *, on_eval: Any = None) -> int:
     import json
     from pathlib import Path
 
@@ -56,7 +59,7 @@ def _train(args: argparse.Namespace) -> int:
         return 0
     from sandgym.train.loop import run
 
-    result = run(config, resume=bool(args.resume))
+    result = run(config, resume=bool(args.resume), on_eval=on_eval)
     print(f"trained {result.steps} steps (resumed from step {result.resumed_from})")
     print(f"run directory: {result.run_dir}")
     print(f"metrics:       {result.metrics_path}")

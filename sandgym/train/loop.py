@@ -5,6 +5,10 @@
 
 The policy is a LoRA adapter on a Hugging Face causal LM; the reference for the KL term is the same model with
 the adapter disabled. Everything a run writes goes to ``config.out_dir``.
+
+Periodic held-out evaluation (``[eval]``) is a hook, ``on_eval(config, policy, step, run_dir)``, called before the
+first step of a fresh run and after every step; training never imports evaluation. ``sandgym train`` passes
+:func:`sandgym.experiments.periodic_eval.maybe_periodic_eval` (see ``train_with_eval`` there).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,7 @@ import torch
 
 from sandgym.agents.trajectory import Trajectory, save_jsonl
 from sandgym.configs import to_toml
-from sandgym.errors import SandgymError
+from sandgym.errors import ConfigError, SandgymError
 from sandgym.train import runtime
 from sandgym.train.advantages import compute_advantages, per_step_advantages
 from sandgym.train.checkpoint import (
@@ -35,10 +39,12 @@ from sandgym.train.checkpoint import (
 from sandgym.train.config import TrainConfig
 from sandgym.train.domains import DomainMixer
 from sandgym.train.logger import MetricsLogger, read_jsonl
-from sandgym.train.periodic_eval import maybe_periodic_eval
 from sandgym.train.step import Sample, learner_update, make_samples
 
 log = logging.getLogger(__name__)
+
+EvalHook = Callable[[TrainConfig, Any, int, Path], object]
+"""``on_eval(config, policy, step, run_dir)``: evaluate the live policy when ``step`` is due (it decides)."""
 
 
 class TrainingDiverged(SandgymError, RuntimeError):
@@ -86,8 +92,15 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
     return run_dir, ckpt, init_adapter, policy, optimizer, mixer, start
 
 
-def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
-    """Train per ``config``; with ``resume`` continue from the run directory's latest checkpoint."""
+def run(config: TrainConfig, *, resume: bool = False, on_eval: EvalHook | None = None) -> TrainResult:
+    """Train per ``config``; with ``resume`` continue from the run directory's latest checkpoint.
+
+    ``on_eval`` is the periodic evaluation hook (required when ``eval.every > 0``)."""
+    if on_eval is None and config.eval.every > 0:
+        raise ConfigError(
+            f"eval.every = {config.eval.every} needs a periodic evaluation hook: call "
+            "sandgym.experiments.periodic_eval.train_with_eval(config) (what `sandgym train` runs), pass "
+            "on_eval=..., or set eval.every = 0")
     if config.distributed.backend == "ray":  # rollout workers on Ray (sandgym/train/distributed/)
         from sandgym.train.distributed.ray_loop import run as run_on_ray
 
@@ -98,8 +111,8 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
     env_factory = runtime.env_factory(config)
     last_ckpt = ckpt
 
-    if start == 0:  # the starting point (base or SFT warm start) of the held-out learning curve
-        maybe_periodic_eval(config, policy, 0, run_dir)
+    if start == 0 and on_eval is not None:  # the starting point (base or SFT warm start) of the held-out curve
+        on_eval(config, policy, 0, run_dir)
     progress = runtime.progress(total=config.optim.steps, initial=start, desc="train")
     for step in range(start, config.optim.steps):
         t0 = time.perf_counter()
@@ -150,7 +163,8 @@ def run(config: TrainConfig, *, resume: bool = False) -> TrainResult:
             )
             last_ckpt = save_checkpoint(run_dir, model, state, config.checkpoint.keep_last)
         # 6. maybe evaluate on the fixed held-out sample ([eval] every K steps -> eval_curve.jsonl)
-        maybe_periodic_eval(config, policy, step + 1, run_dir)
+        if on_eval is not None:
+            on_eval(config, policy, step + 1, run_dir)
     progress.close()
     logger.close()
     return TrainResult(run_dir, config.optim.steps, last_ckpt, logger.metrics_path, start)

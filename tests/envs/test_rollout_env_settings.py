@@ -59,7 +59,7 @@ def test_evaluation_env_gets_the_same_settings() -> None:
 def test_periodic_eval_keeps_the_training_env() -> None:
     from pathlib import Path
 
-    from sandgym.train.periodic_eval import eval_config
+    from sandgym.experiments.periodic_eval import eval_config
 
     cfg = train_config(env=TOY, max_turns=1, env_kwargs={"first_only": True})
     ev = eval_config(cfg, Path("unused"))

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
-import sandgym.train.sweep
+import sandgym.experiments.sweep
 import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
 from sandgym.cli import main
+from sandgym.experiments.periodic_eval import load_curve
+from sandgym.experiments.periodic_eval import train_with_eval as run
+from sandgym.experiments.sweep import parse_vary, plan, run_sweep
+from sandgym.experiments.sweep_report import _ci, compare_variants, hierarchical_ci
 from sandgym.train.config import load_config
-from sandgym.train.loop import run
-from sandgym.train.periodic_eval import load_curve
-from sandgym.train.sweep import parse_vary, plan, run_sweep
-from sandgym.train.sweep_report import _ci, compare_variants, hierarchical_ci
 from tests.train.test_loop import toy_overrides
 
 torch.set_num_threads(1)
@@ -162,11 +162,11 @@ def test_hierarchical_interval_and_helpers():
     assert len({s.variant for s in mixes}) == 2 and all("/" not in s.variant for s in mixes)
     with pytest.raises(Exception, match="seeds"):
         parse_vary(["seed=1,2"])
-    assert doctest.testmod(sandgym.train.sweep).failed == 0
+    assert doctest.testmod(sandgym.experiments.sweep).failed == 0
 
 
 def test_transfer_intervals_split_trained_and_unseen_tasks():
-    from sandgym.train.sweep_report import _split_ci
+    from sandgym.experiments.sweep_report import _split_ci
 
     seeds = {
         0: {"per_task": {"a": [1, 1], "b": [0, 1], "u": [0, 0]}, "per_task_start": {"a": [0, 0], "b": [0, 0], "u": [0, 0]},
@@ -181,3 +181,12 @@ def test_transfer_intervals_split_trained_and_unseen_tasks():
     assert unseen.low <= unseen.value <= unseen.high
     del seeds[1]["per_task_start"]  # a seed without a step-0 evaluation: no interval rather than a biased one
     assert _split_ci(seeds, "per_task_start", unseen=False) is None
+
+
+def test_the_loop_without_an_eval_hook_refuses_eval_every(tmp_path):
+    from sandgym.errors import ConfigError
+    from sandgym.train.loop import run as loop_run
+
+    cfg = load_config(None, ["eval.every=2", f'out_dir="{tmp_path}"'])
+    with pytest.raises(ConfigError, match="train_with_eval"):
+        loop_run(cfg)

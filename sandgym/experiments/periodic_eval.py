@@ -10,6 +10,9 @@ line is written to ``RUN_DIR/eval_curve.jsonl``::
 Episodes of each evaluation are kept in ``RUN_DIR/eval/step-NNNNNN/episodes.jsonl`` (for per-task paired
 comparisons in sweep reports). The global RNG state is restored afterwards, so turning evaluation on does not
 change what the run trains on.
+
+The training loop never imports this module: :func:`train_with_eval` (what ``sandgym train``, sweeps and the demo
+run) passes :func:`maybe_periodic_eval` to :func:`sandgym.train.loop.run` as its ``on_eval`` hook.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from sandgym.evaluate.aggregate import split_transfer, summarize
+from sandgym.evaluate.config import EvalConfig
+from sandgym.evaluate.policies import PolicyInfo
+from sandgym.evaluate.run import evaluate_policy, load_tasks
+from sandgym.train.checkpoint import rng_state, set_rng_state
 from sandgym.train.config import TrainConfig
+from sandgym.train.runtime import env_factory
 
 CURVE = "eval_curve.jsonl"
 
@@ -37,10 +46,8 @@ def eval_suites(config: TrainConfig) -> tuple[str, ...]:
     return tuple(out)
 
 
-def eval_config(config: TrainConfig, out_dir: Path) -> Any:
+def eval_config(config: TrainConfig, out_dir: Path) -> EvalConfig:
     """The :class:`~sandgym.evaluate.config.EvalConfig` of the periodic evaluation (training rollout settings)."""
-    from sandgym.evaluate.config import EvalConfig
-
     r, e = config.rollout, config.eval
     return EvalConfig(
         policy="live", suites=eval_suites(config), out=str(out_dir), samples=e.samples, seeds=(0,),
@@ -60,12 +67,6 @@ def maybe_periodic_eval(config: TrainConfig, policy: Any, step: int, run_dir: Pa
     """Evaluate ``policy`` when ``step`` is due; append (replacing any stale rows from ``step`` on) to the curve."""
     if not due(config, step):
         return None
-    from sandgym.evaluate.aggregate import split_transfer, summarize
-    from sandgym.evaluate.policies import PolicyInfo
-    from sandgym.evaluate.run import evaluate_policy, load_tasks
-    from sandgym.train.checkpoint import rng_state, set_rng_state
-    from sandgym.train.runtime import env_factory
-
     run_dir = Path(run_dir)
     out = run_dir / "eval" / f"step-{step:06d}"
     shutil.rmtree(out, ignore_errors=True)  # a resumed run re-evaluates the new weights of this step
@@ -101,4 +102,11 @@ def load_curve(run_dir: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-__all__ = ["CURVE", "due", "eval_config", "eval_suites", "load_curve", "maybe_periodic_eval"]
+def train_with_eval(config: TrainConfig, *, resume: bool = False) -> Any:
+    """:func:`sandgym.train.loop.run` with :func:`maybe_periodic_eval` as its hook; returns its ``TrainResult``."""
+    from sandgym.train.loop import run  # torch
+
+    return run(config, resume=resume, on_eval=maybe_periodic_eval)
+
+
+__all__ = ["CURVE", "due", "eval_config", "eval_suites", "load_curve", "maybe_periodic_eval", "train_with_eval"]

@@ -21,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from sandgym.evaluate.episodes import read_rows
 from sandgym.evaluate.metrics import Interval, bootstrap_ci, format_p, paired_test
+from sandgym.experiments.periodic_eval import load_curve
+from sandgym.experiments.sweep_state import load_sweep
 
 FINAL_STEPS = 3
 """Final training reward of a run: the mean reward of its last this many steps."""
@@ -65,9 +68,7 @@ def _band(curves: Sequence[Mapping[int, float]]) -> dict[str, list[float]]:
 
 
 def _run_data(run_dir: Path) -> dict[str, Any]:
-    from sandgym.evaluate.episodes import read_rows
-    from sandgym.train.loop import load_metrics
-    from sandgym.train.periodic_eval import load_curve
+    from sandgym.train.loop import load_metrics  # torch
 
     metrics = load_metrics(run_dir)
     curve = load_curve(run_dir)
@@ -142,8 +143,6 @@ def compare_variants(variants: Mapping[str, Mapping[int, dict[str, Any]]]) -> di
 
 def sweep_metrics(out: Path) -> dict[str, Any]:
     """Everything the report shows, computed from ``sweep.json`` and the run directories."""
-    from sandgym.train.sweep import load_sweep
-
     sweep = load_sweep(out)
     runs = sweep["runs"]
     variants: dict[str, dict[int, dict[str, Any]]] = {}
@@ -290,7 +289,7 @@ def plots(m: dict[str, Any]) -> dict[str, str]:
         import matplotlib.pyplot as plt
     except ImportError:
         return {}
-    from sandgym.evaluate.report import _png
+    from sandgym.evaluate.report_writer import figure_png as _png
 
     out: dict[str, str] = {}
     for key, title in (("reward_curve", "training reward"), ("completion_curve", "held-out completion")):

@@ -21,8 +21,8 @@ def add_commands(sub: Any) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from sandgym.train.sweep import run_sweep
-    from sandgym.train.sweep_report import write_sweep_report
+    from sandgym.experiments.sweep import run_sweep
+    from sandgym.experiments.sweep_report import write_sweep_report
 
     if args.report_only:
         write_sweep_report(args.out)

@@ -4,7 +4,7 @@ Layout of ``--out DIR``::
 
     DIR/sweep.json                       what was asked and every run's status (done / skipped / failed + error)
     DIR/runs/<variant>/seed-<s>/         each run's own out_dir (metrics.jsonl, eval_curve.jsonl, checkpoints/)
-    DIR/report.md, DIR/report.html      the sweep report (sandgym/train/sweep_report.py)
+    DIR/report.md, DIR/report.html      the sweep report (sandgym/experiments/sweep_report.py)
 
 Runs are sequential. A run whose final checkpoint is present (and whose final periodic evaluation, when
 ``[eval]`` is on, is recorded) is skipped on re-invocation; an interrupted one resumes from its latest
@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import ConfigError
+from sandgym.experiments.periodic_eval import load_curve, train_with_eval
+from sandgym.experiments.sweep_report import write_sweep_report
+from sandgym.experiments.sweep_state import SCHEMA, load_sweep, write_json
+from sandgym.train.checkpoint import latest_checkpoint
+from sandgym.train.config import load_config
 
 log = logging.getLogger(__name__)
-
-SCHEMA = "sandgym.sweep/v1"
 
 
 @dataclass(frozen=True)
@@ -145,9 +148,6 @@ def run_overrides(spec: RunSpec, base: Sequence[str] = ()) -> list[str]:
 
 def is_finished(config: Any) -> bool:
     """The final checkpoint is present (and the final periodic evaluation recorded, when ``[eval]`` is on)."""
-    from sandgym.train.checkpoint import latest_checkpoint
-    from sandgym.train.periodic_eval import load_curve
-
     run_dir = Path(config.out_dir)
     ckpt = latest_checkpoint(run_dir)
     if ckpt is None or int(ckpt.name.split("-")[1]) < config.optim.steps:
@@ -169,14 +169,9 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Run (or finish) the sweep in ``out``; returns the content of ``sweep.json``.
 
-    ``train`` replaces :func:`sandgym.train.loop.run` (tests)."""
-    from sandgym.train.checkpoint import latest_checkpoint
-    from sandgym.train.config import load_config
-
+    ``train`` replaces :func:`sandgym.experiments.periodic_eval.train_with_eval` (tests)."""
     if train is None:
-        from sandgym.train.loop import run as train_run
-
-        train = train_run
+        train = train_with_eval
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
@@ -216,25 +211,10 @@ def run_sweep(
                  f" in {rec.wall_s:.0f} s" if rec.status == "done" else "")
         state["runs"].append(asdict(rec))
         state["wall_s"] = time.perf_counter() - t_sweep
-        _write_json(path, state)
+        write_json(path, state)
     if report:
-        from sandgym.train.sweep_report import write_sweep_report
-
         write_sweep_report(out)
     return state
 
 
-def load_sweep(out: str | Path) -> dict[str, Any]:
-    path = Path(out) / "sweep.json"
-    if not path.exists():
-        raise ConfigError(f"{path} does not exist; run `sandgym sweep CONFIG --out {out}` first")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    tmp.replace(path)
-
-
-__all__ = ["RunSpec", "RunRecord", "is_finished", "load_sweep", "parse_vary", "plan", "run_sweep", "split_values"]
+__all__ = ["SCHEMA", "RunSpec", "RunRecord", "is_finished", "load_sweep", "parse_vary", "plan", "run_sweep", "split_values"]
