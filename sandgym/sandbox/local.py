@@ -371,7 +371,7 @@ class LocalSandbox:
                 nonce = secrets.token_hex(16)  # a report without it (a blind write to the pipe) is rejected
                 req: dict[str, Any] = {"op": "pytest", "files": names, "nonce": nonce}
                 if isolation == "process":
-                    link, host = self._start_solution_host(nonce)
+                    link, host = self._start_solution_host()
                     req["link"] = self._in_grader(link)
                 res = self._request(req, self._timeout(timeout))
             finally:
@@ -395,13 +395,13 @@ class LocalSandbox:
         return TestReport(expected=expected, outcomes=tuple(outcomes), exec=self._to_result(res),
                           report_found=report is not None)
 
-    def _start_solution_host(self, nonce: str) -> tuple[str, Channel]:
+    def _start_solution_host(self) -> tuple[str, Channel]:
         """The solution's own sandbox for one grading run, and the FIFO pair that links it to the grader.
 
         It shares the workspace but not the grader's directory: the hidden tests, the report pipe and the worker
         are out of its reach (docs/SANDBOX.md, "Grading the agent cannot reach").
         """
-        link = os.path.join(self._grader, f"link-{nonce}")
+        link = os.path.join(self._grader, f"link-{secrets.token_hex(8)}")  # not the report's nonce
         os.mkdir(link, 0o755)
         for end in ("req", "rep"):
             os.mkfifo(os.path.join(link, end), 0o600)
