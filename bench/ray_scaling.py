@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from sandgym.train.distributed.pool import init_ray
+    from sandgym.rollout.pool import init_ray
 
     torch.set_num_threads(1)
     init_ray(num_cpus=args.num_cpus)

@@ -94,8 +94,8 @@ def evaluate_policy_ray(
 
     ``timings`` (when given) receives ``startup_s`` (actors up, policy loaded) and ``rollout_s``.
     """
-    from sandgym.train.distributed.pool import WorkerPool, import_ray
-    from sandgym.train.runtime import progress
+    from sandgym.rollout.pool import WorkerPool, import_ray
+    from sandgym.rollout.progress import progress
 
     ray = import_ray()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +136,7 @@ def run(config: EvalConfig) -> Any:
     """Like :func:`sandgym.evaluate.run.run`, with the rollouts on ``config.ray_workers`` Ray workers."""
     from sandgym.evaluate import run as single
     from sandgym.evaluate.report import write_reports
-    from sandgym.train.distributed.pool import init_ray
+    from sandgym.rollout.pool import init_ray
 
     t0 = time.perf_counter()
     init_ray(config.ray_address, num_cpus=config.ray_workers)

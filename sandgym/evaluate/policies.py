@@ -36,7 +36,7 @@ def resolve_adapter_dir(spec: str) -> Path | None:
     """
     import logging
 
-    from sandgym.train.checkpoint import adapter_problem, newest_valid_checkpoint
+    from sandgym.rollout.checkpoints import adapter_problem, newest_valid_checkpoint
 
     p = Path(spec).expanduser()
     if (p / "adapter_config.json").exists() or (p / "adapter_model.safetensors").exists():

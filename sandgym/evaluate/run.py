@@ -99,7 +99,7 @@ def evaluate_policy(
     A batch in which every episode failed in the sandbox raises :class:`SandboxError` with the first error, unless
     ``stop_on_broken_sandbox`` is False (periodic evaluation inside training: the rows are kept as infra failures)."""
     from sandgym.agents.rollout import rollout
-    from sandgym.train.runtime import progress
+    from sandgym.rollout.progress import progress
 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "episodes.jsonl"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from sandgym.agents.trajectory import Trajectory
+from sandgym.rollout.progress import progress
 from sandgym.tasks.task import Task
 from sandgym.train.config import DomainConfig, TrainConfig
 
@@ -102,7 +102,5 @@ def set_lr(optimizer: Any, config: TrainConfig, step: int) -> None:
         group["lr"] = config.optim.lr * scale
 
 
-def progress(total: int, initial: int = 0, desc: str = "") -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, desc=desc, file=sys.stderr, dynamic_ncols=True)
+__all__ = ["build_policy", "collect", "domain_name", "domain_tasks", "env_factory", "initial_adapter", "progress",
+           "rollout_config", "set_lr"]

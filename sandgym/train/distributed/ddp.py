@@ -110,7 +110,7 @@ class LearnerGroup:
     """``learner_processes`` ranks as Ray actors; the driver's model mirrors rank 0 after every update."""
 
     def __init__(self, config: TrainConfig, model: Any, optimizer: Any, adapter: str | None, pad_id: int) -> None:
-        from sandgym.train.distributed.pool import import_ray
+        from sandgym.rollout.pool import import_ray
         from sandgym.train.distributed.ray_rollout import adapter_weights
 
         self.ray = import_ray()

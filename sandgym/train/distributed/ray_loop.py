@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from sandgym.rollout.pool import WorkerPool, init_ray
 from sandgym.train import runtime
 from sandgym.train.checkpoint import (
     TrainerState,
@@ -34,7 +35,6 @@ from sandgym.train.checkpoint import (
     save_checkpoint,
 )
 from sandgym.train.config import TrainConfig
-from sandgym.train.distributed.pool import WorkerPool, init_ray
 from sandgym.train.distributed.ray_rollout import (
     RolloutUnit,
     UnitResult,

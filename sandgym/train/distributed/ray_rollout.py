@@ -138,7 +138,7 @@ class RolloutWorker:
 
 def rollout_actor_class(num_cpus: float = 1.0) -> Any:
     """``RolloutWorker`` as a Ray actor class (Ray imported only here)."""
-    from sandgym.train.distributed.pool import import_ray
+    from sandgym.rollout.pool import import_ray
 
     ray = import_ray()
     return ray.remote(num_cpus=num_cpus, max_restarts=0)(RolloutWorker)
