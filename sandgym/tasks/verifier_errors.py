@@ -50,7 +50,8 @@ def verifier_failure(task: Task, text: str, *, script: bool = False) -> str:
             return ""
         text = lines[-1] if not _SYNTAX.match(lines[-1]) or text.count('  File "') == 1 else ""
     missing = _MISSING.search(text)
-    if missing and missing.group(1).split(".")[0] not in _task_modules(task):
+    # Without a reference, a module the agent was meant to create is indistinguishable from a missing library.
+    if missing and task.reference is not None and missing.group(1).split(".")[0] not in _task_modules(task):
         return (f"the verifier imports {missing.group(1)!r}, which the sandbox does not have (declare it as a "
                 "dependency of the task or compute the check without it)")
     if _SYNTAX.search(text) and (script or "/.grader/" in text):

@@ -104,3 +104,14 @@ def test_validate_check_references_fails_on_broken_verifiers(tmp_path: Path, cap
     assert main(["tasks", "validate", str(bad_script), "--check-references"]) == 1
     assert "no_such_library_xyz" in capsys.readouterr().out
     json.loads(good.read_text().splitlines()[0])  # the files stay valid JSONL
+
+
+def test_without_a_reference_a_missing_module_stays_the_agents(env: ToolEnv) -> None:
+    """A task with no reference cannot tell 'the agent never wrote helpers.py' from a missing library."""
+    test = "from helpers import double\n\ndef test_d():\n    assert double(2) == 4\n"
+    task = Task(id="user/noref/0", domain="user", family="t", split="heldout", prompt="Write helpers.py.",
+                verifier=Verifier(kind="tests", tests={"test_double.py": test}, expected_tests=1),
+                limits=TaskLimits(max_turns=2))
+    obs, info = env.reset(options={"task": task})
+    _, _, _, _, info = env.step('<tool_call>{"name": "submit", "arguments": {}}</tool_call>')
+    assert info["failure_mode"] != "task_error" and not info["infra_failure"], info.get("error")
