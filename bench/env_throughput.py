@@ -19,7 +19,7 @@ from typing import Any
 
 from sandgym.agents.scripted import OracleAgent, call, run_episode
 from sandgym.envs.long_context import LongContextEnv
-from sandgym.envs.runner import RunConfig, run
+from sandgym.rollout.runner import RunConfig, run
 from sandgym.tasks.registry import load_suite
 
 MODEL_MS_PER_TOKEN = 100.0

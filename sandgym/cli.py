@@ -12,7 +12,7 @@ from sandgym import __version__
 # Each module defines ``add_commands(subparsers)``; handlers are set with ``set_defaults(func=...)`` and return
 # an exit code. Modules import heavy dependencies inside their handlers so ``sandgym --help`` stays fast.
 COMMAND_MODULES: tuple[str, ...] = (
-    "sandgym.envs.cli",
+    "sandgym.rollout.cli",  # run, envs, rewards
     "sandgym.tasks.cli",
     "sandgym.agents.cli",
     "sandgym.experiments.cli",  # train + sft (sandgym.train.cli, with the periodic evaluation hook), sweep

@@ -106,15 +106,15 @@ def rollout_env_kwargs(
     means the env's default tools and is not passed."""
     import gymnasium
 
+    from sandgym.envs.env_checks import check_env_kwargs
     from sandgym.envs.registration import env_parameters
-    from sandgym.envs.runner import check_env_kwargs
 
     try:
         params = env_parameters(env_id) if env_id else None
     except (gymnasium.error.Error, ImportError) as exc:
         import difflib
 
-        from sandgym.envs.runner import env_ids
+        from sandgym.envs.env_checks import env_ids
 
         ids = env_ids()
         if isinstance(exc, ImportError):

@@ -43,8 +43,8 @@ def suite_tasks(config: EvalConfig, spec: str) -> tuple[list[Task], int | None]:
     """The tasks ``spec`` gives this evaluation, and how many it has (None for a generated suite): a JSONL file or
     task folder is used whole unless ``n_tasks`` is set; a generated suite gives ``n_tasks`` or
     ``DEFAULT_N_TASKS``."""
-    from sandgym.envs.runner import is_file_source
     from sandgym.evaluate.config import DEFAULT_N_TASKS
+    from sandgym.rollout.runner import is_file_source
     from sandgym.tasks.registry import load_suite
 
     if is_file_source(spec):
@@ -57,7 +57,7 @@ def suite_tasks(config: EvalConfig, spec: str) -> tuple[list[Task], int | None]:
 def load_tasks(config: EvalConfig, *, report: Callable[[str], None] | None = None) -> list[Task]:
     """Every suite's tasks (see :func:`suite_tasks`), each id once; ``report`` gets one line per suite saying how
     many tasks of how many it gave (``tasks: 40 of 40 from FILE``)."""
-    from sandgym.envs.runner import tasks_line
+    from sandgym.rollout.runner import tasks_line
 
     tasks: list[Task] = []
     seen: set[str] = set()

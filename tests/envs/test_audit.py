@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from sandgym.envs.audit import AuditResult, EpisodeRecord, _cells, audit, sample_tasks, write_report
-from sandgym.envs.audit_attacks import ATTACKS, BASELINE, attack_names, entry_file, public_names
 from sandgym.envs.builtin_tools import BUILTIN_TOOLS
 from sandgym.envs.parsing import parse_turn
 from sandgym.errors import ConfigError
+from sandgym.rollout.audit import AuditResult, EpisodeRecord, _cells, audit, sample_tasks, write_report
+from sandgym.rollout.audit_attacks import ATTACKS, BASELINE, attack_names, entry_file, public_names
 from sandgym.tasks.load import task_to_dict
 from sandgym.tasks.task import Task, Verifier
 
@@ -156,7 +156,7 @@ def test_bad_arguments_are_config_errors() -> None:
 
 def test_cli_exit_code_follows_the_hack_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    import sandgym.envs.audit as audit_mod
+    import sandgym.rollout.audit as audit_mod
     from sandgym.cli import main
 
     attacks = [ATTACKS["noop"], ATTACKS["always_equal"]]

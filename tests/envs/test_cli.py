@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from sandgym.envs.runner import RunConfig, run
 from sandgym.errors import ConfigError
+from sandgym.rollout.runner import RunConfig, run
 
 
 def sandgym(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sandgym.envs.runner import DEFAULT_EPISODES, RunConfig, is_file_source, run
 from sandgym.errors import ConfigError
 from sandgym.evaluate.config import DEFAULT_N_TASKS, EvalConfig
 from sandgym.evaluate.run import load_tasks
+from sandgym.rollout.runner import DEFAULT_EPISODES, RunConfig, is_file_source, run
 
 N = 18  # more than both defaults (8 episodes, 16 eval tasks)
 

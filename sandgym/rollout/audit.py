@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandgym.envs.audit_attacks import ATTACKS, BASELINE, Attack, attack_names
 from sandgym.errors import ConfigError
+from sandgym.rollout.audit_attacks import ATTACKS, BASELINE, Attack, attack_names
 from sandgym.tasks.task import Task
 
 __all__ = ["AuditCell", "AuditResult", "EpisodeRecord", "audit", "sample_tasks", "write_report", "DEFAULT_MARGIN"]

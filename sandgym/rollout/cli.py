@@ -73,8 +73,9 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from sandgym.envs.runner import RunConfig, check_env, default_out, run
+    from sandgym.envs.env_checks import check_env
     from sandgym.errors import ConfigError
+    from sandgym.rollout.runner import RunConfig, default_out, run
 
     try:
         env_kwargs = json.loads(args.env_kwargs)
@@ -141,8 +142,8 @@ def _cmd_rewards_audit(args: argparse.Namespace) -> int:
     import re
     import time
 
-    from sandgym.envs.audit_attacks import ATTACKS, attack_names
     from sandgym.errors import ConfigError
+    from sandgym.rollout.audit_attacks import ATTACKS, attack_names
 
     if args.list:
         for name in attack_names():
@@ -171,7 +172,7 @@ def _cmd_rewards_audit(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from sandgym.envs.audit import DEFAULT_MARGIN, audit, write_report
+    from sandgym.rollout.audit import DEFAULT_MARGIN, audit, write_report
 
     result = audit(args.suite, env_id=args.env, per_family=args.per_family, seed=args.seed,
                    reuse=not args.no_reuse, attacks=names, workers=args.workers,

@@ -8,11 +8,11 @@ import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandgym.envs.env_checks import check_env
 from sandgym.errors import ConfigError
 
 __all__ = ["RunConfig", "RunSummary", "FamilyStats", "run"]
@@ -104,72 +104,6 @@ def tasks_line(used: int, total: int | None, source: str) -> str:
     if total is None:
         return f"tasks: {used} from {source} (generated; --n-tasks sets how many)"
     return f"tasks: {used} of {total} from {source}"
-
-
-GYM_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker")
-"""Keywords ``gymnasium.make`` takes itself rather than passing to the env."""
-
-
-def env_ids() -> list[str]:
-    """The registered sandgym env ids (built-in first, then plugins)."""
-    import gymnasium as gym
-
-    import sandgym  # noqa: F401 - registers the envs and plugins
-    from sandgym.envs.registration import BUILTIN_ENVS, plugin_env_ids
-
-    return list(BUILTIN_ENVS) + [i for i in plugin_env_ids() if i in gym.registry and i not in BUILTIN_ENVS]
-
-
-def check_env(env_id: str, env_kwargs: Any) -> None:
-    """ConfigError for an unknown env id (listing the registered ids) or env kwargs the env does not take
-    (unknown keys with a suggestion, wrong types, not a JSON object), before any env or progress bar starts."""
-    import difflib
-
-    import gymnasium as gym
-
-    if not isinstance(env_kwargs, dict):
-        raise ConfigError(f"env kwargs must be a JSON object such as {{\"max_turns\": 4}}, got "
-                          f"{type(env_kwargs).__name__} {json.dumps(env_kwargs)[:60]}")
-    ids = env_ids()
-    if env_id not in gym.registry:
-        close = difflib.get_close_matches(env_id, ids, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ConfigError(f"unknown env id {env_id!r}; {hint}registered ids: {', '.join(ids)} "
-                          "(`sandgym envs` describes them)")
-    check_env_kwargs(env_id, env_kwargs)
-
-
-def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any], *, label: str = "env kwarg",
-                     example: str = "--env-kwargs '{\"max_turns\": 4}'") -> None:
-    """ConfigError for a key of ``env_kwargs`` that ``env_id``'s constructor does not take (with a suggestion) or
-    a value of the wrong type; nothing when the signature cannot be told. ``label`` names the keys in errors."""
-    import difflib
-
-    from sandgym.envs.registration import env_parameters
-
-    params = env_parameters(env_id)
-    if params is None or not params.closed:
-        return
-    known, hints = list(params.names), params.hints
-    for key in env_kwargs:
-        if key not in known and key not in GYM_MAKE_KWARGS:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"{env_id} takes: {', '.join(known)}"
-            raise ConfigError(f"{label} {key!r} is not a parameter of {env_id}; {hint}")
-    from sandgym.tasks.validate import type_error
-
-    for key, value in env_kwargs.items():
-        if key in hints:
-            err = type_error(value, hints[key])
-            if err:
-                raise ConfigError(f"{label} {key!r}: {err}; pass a value of type "
-                                  f"{_type_name(hints[key])} (e.g. {example})")
-
-
-def _type_name(tp: Any) -> str:
-    from sandgym.tasks.validate import type_name
-
-    return type_name(tp)
 
 
 def default_out(env: str, agent: str) -> str:
