@@ -130,7 +130,7 @@ CSS = """
 :root{color-scheme:light;--line:#d0d7de;--head:#f3f5f8;--accent:#0072B2}
 body{margin:0;background:#fff;color:#1f2328;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,
 "DejaVu Sans",sans-serif}
-main{max-width:1180px;margin:0 auto;padding:24px 32px 48px}
+main{max-width:1240px;margin:0 auto;padding:24px 32px 48px}
 h1{font-size:26px;margin:0 0 16px;border-bottom:2px solid var(--accent);padding-bottom:8px}
 h2{font-size:20px;margin:28px 0 10px}
 h3{font-size:16px;margin:20px 0 8px}
@@ -140,7 +140,7 @@ section.headline h2{margin-top:12px}
 .table-wrap{overflow-x:auto;margin:10px 0 16px}
 table{border-collapse:collapse;font-size:14px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid var(--line);padding:5px 10px;text-align:left;white-space:nowrap;vertical-align:top}
-th{background:var(--head);font-weight:600}
+th{background:var(--head);font-weight:600;white-space:normal;min-width:4em}
 tbody tr:nth-child(even){background:#fafbfc}
 td.wrap{white-space:normal;min-width:18em;max-width:40em;font-size:13px}
 p.warning{background:#fff4e5;border:1px solid #f0b46c;border-radius:6px;padding:8px 12px;font-weight:600}
@@ -240,6 +240,14 @@ def legend(ax: Any) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, borderaxespad=0.0)
 
 
+def series_legend(fig: Any, names: Sequence[str]) -> None:
+    """One legend for a figure of several panels: series ``i`` named ``names[i]`` in ``PALETTE[i]``, to the right."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=PALETTE[i % len(PALETTE)], label=n) for i, n in enumerate(names)]
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.9), frameon=False)
+
+
 def _point(v: IntervalLike | float) -> tuple[float, float, float] | None:
     if v is None:
         return None
@@ -252,23 +260,29 @@ def _point(v: IntervalLike | float) -> tuple[float, float, float] | None:
 
 
 def bars(ax: Any, categories: Sequence[str], series: Sequence[Series], *, ylim: tuple[float, float] | None = None,
-         ylabel: str = "") -> None:
+         ylabel: str = "", show_legend: bool = True) -> None:
     """Grouped bars: one colour per series (with its 95% interval as an error bar), one group per category.
     A missing value draws no bar (never a bar of height 0)."""
     width = 0.8 / max(len(series), 1)
     for i, (name, values) in enumerate(series):
         pts = [(j, p) for j, p in enumerate(map(_point, values)) if p is not None]
+        if not pts:
+            continue  # nothing to draw: no bar and no legend entry (the other series keep their colours)
         xs = [j - 0.4 + width * (i + 0.5) for j, _ in pts]
         ax.bar(xs, [p[0] for _, p in pts], width * 0.92, yerr=[[p[1] for _, p in pts], [p[2] for _, p in pts]],
                capsize=3, label=name, color=PALETTE[i % len(PALETTE)], edgecolor="white", linewidth=0.5,
                error_kw={"ecolor": "#333333", "elinewidth": 1})
+    ax.set_xlim(-0.5, len(categories) - 0.5)  # the groups stay in place when a series has missing values
     ax.set_xticks(range(len(categories)), list(categories), rotation=20 if len(categories) > 3 else 0,
                   ha="right" if len(categories) > 3 else "center")
     if ylim is not None:
         ax.set_ylim(*ylim)
     if ylabel:
         ax.set_ylabel(ylabel)
-    if len(series) > 1 or series and series[0][0]:
+    if not ax.patches:
+        ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center", va="center", color="#57606a")
+        ax.set_yticks([])
+    elif show_legend and any(name for name, _ in series):
         legend(ax)
 
 
@@ -286,4 +300,4 @@ def bar_figure(title: str, categories: Sequence[str], series: Sequence[Series], 
 
 
 __all__ = ["PALETTE", "Bullets", "Code", "Figure", "Report", "Section", "Table", "Text", "bar_figure", "bars",
-           "figure_png", "format_interval", "format_number", "format_p", "legend", "pyplot"]
+           "figure_png", "format_interval", "format_number", "format_p", "legend", "pyplot", "series_legend"]

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -22,7 +21,23 @@ from typing import Any
 import numpy as np
 
 from sandgym.evaluate.episodes import read_rows
-from sandgym.evaluate.metrics import Interval, bootstrap_ci, format_p, paired_test
+from sandgym.evaluate.metrics import Interval, bootstrap_ci, format_interval, format_p, paired_test
+from sandgym.evaluate.report_writer import (
+    PALETTE,
+    Block,
+    Bullets,
+    Figure,
+    Report,
+    Section,
+    Table,
+    Text,
+    bars,
+    figure_png,
+    format_number,
+    legend,
+    pyplot,
+    series_legend,
+)
 from sandgym.experiments.periodic_eval import load_curve
 from sandgym.experiments.sweep_state import load_sweep
 
@@ -192,161 +207,167 @@ def _split_ci(seeds: Mapping[int, dict[str, Any]], key: str, *, unseen: bool) ->
     return hierarchical_ci(per_seed)
 
 
-def _ci(d: Mapping[str, float] | None) -> str:
-    if not d or d.get("value") is None or d["value"] != d["value"]:
-        return "n/a"
-    return f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
-
-
-def _f(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
-
-
 def _cmp(c: Mapping[str, Any] | None) -> str:
-    return "n/a" if not c else f"{_ci(c['diff'])} ({format_p(c['p_value'])}, n={c['n_pairs']})"
+    return "n/a" if not c else (f"{format_interval(c['diff'], signed=True)} ({format_p(c['p_value'])}, "
+                                f"n={c['n_pairs']})")
 
 
-def markdown(m: dict[str, Any]) -> str:
+def headline(m: dict[str, Any]) -> str:
+    """The main result in one sentence: each variant's final held-out completion (or final training reward when
+    nothing was evaluated), and every variant against the first one."""
+    variants = m["variants"]
+    key, what = (("final_completion", "Final held-out completion")
+                 if any(v["final_completion"] for v in variants.values()) else ("final_reward", "Final training reward"))
+    parts = [f"{name} {format_interval(v[key])} ({len(v['seeds'])} seed{'' if len(v['seeds']) == 1 else 's'})"
+             for name, v in variants.items()]
+    text = f"{what}: " + "; ".join(parts) + "."
+    cmp_key = "completion" if key == "final_completion" else "reward"
+    for name, c in m["comparisons"].items():
+        if c.get(cmp_key):
+            text += f" {name} minus {c['baseline']}: {_cmp(c[cmp_key])}."
+    return text
+
+
+def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
+    """The sweep report of :func:`sweep_metrics`' result: the final metrics first, then setup, comparisons,
+    learning curves, transfer, and every run."""
     sweep, variants = m["sweep"], m["variants"]
     runs = sweep["runs"]
     failed = [r for r in runs if r["status"] == "failed"]
-    lines = [f"# sandgym sweep: {sweep.get('config') or '(defaults)'}", "",
-             f"Seeds {sweep['seeds']}; varied: {sweep['vary'] or 'nothing'}; overrides: {sweep['overrides'] or 'none'}. "
-             f"{len(runs)} runs: {sum(r['status'] != 'failed' for r in runs)} finished, {len(failed)} failed. "
-             f"Wall time of the last invocation {sweep.get('wall_s', 0):.0f} s.", ""]
+    figs = plots(m) if with_plots else {}
+
+    def fig(key: str) -> tuple[Block, ...]:
+        return (figs[key],) if key in figs else ()
+
+    top: list[Block] = []
     if failed:
-        lines += [f"**{len(failed)} run(s) FAILED** (see the Runs table); their variants' numbers cover fewer seeds.", ""]
-    lines += ["## Final metrics per variant", "",
-              f"95% bootstrap intervals. Training reward: mean of the last {FINAL_STEPS} steps, resampled over seeds. "
-              "Held-out completion: periodic evaluation at step 0 (the starting point: the base model, or the "
-              "SFT warm start when `init = \"sft\"`) and at the last step, resampled over seeds then tasks. Gain "
-              "over step 0: final minus step-0 completion of the same runs, paired by seed/task (what training "
-              "added to the starting point).", "",
-              "| variant | seeds | failed | final training reward | held-out completion at step 0 | "
-              "final held-out completion | gain over step 0 |",
-              "|---|---|---|---|---|---|---|"]
-    for name, v in variants.items():
-        lines.append(f"| {name} | {len(v['seeds'])} | {v['failed']} | {_ci(v['final_reward'])} | "
-                     f"{_ci(v.get('start_completion'))} | {_ci(v['final_completion'])} | "
-                     f"{_cmp(v['gain_over_start'])} |")
-    lines += ["", "## Paired comparisons", ""]
+        top.append(Text(f"{len(failed)} run(s) FAILED (see the Runs table); their variants' numbers cover fewer "
+                        "seeds.", warning=True))
+    top += [
+        Text(headline(m)),
+        Table(("variant", "seeds", "failed", "final training reward", "held-out completion at step 0",
+               "final held-out completion", "gain over step 0"),
+              tuple((name, str(len(v["seeds"])), str(v["failed"]), format_interval(v["final_reward"]),
+                     format_interval(v.get("start_completion")), format_interval(v["final_completion"]),
+                     _cmp(v["gain_over_start"])) for name, v in variants.items())),
+        Text(f"95% bootstrap intervals. Training reward: mean of the last {FINAL_STEPS} steps, resampled over seeds. "
+             "Held-out completion: periodic evaluation at step 0 (the starting point: the base model, or the "
+             "SFT warm start when `init = \"sft\"`) and at the last step, resampled over seeds then tasks. Gain "
+             "over step 0: final minus step-0 completion of the same runs, paired by seed/task (what training "
+             "added to the starting point)."),
+        *fig("finals"),
+    ]
+    sections = [
+        Section("Final metrics per variant", tuple(top)),
+        Section("Setup", (Bullets((
+            f"config: {sweep.get('config') or '(defaults)'}; seeds: {', '.join(map(str, sweep['seeds']))}",
+            "varied: " + (", ".join(f"`{v}`" for v in sweep["vary"]) or "nothing"),
+            "overrides: " + (", ".join(f"`{o}`" for o in sweep["overrides"]) or "none"),
+            f"{len(runs)} runs: {sum(r['status'] != 'failed' for r in runs)} finished, {len(failed)} failed; wall "
+            f"time of the last invocation {sweep.get('wall_s', 0):.0f} s")),)),
+    ]
     if m["comparisons"]:
-        lines += ["Variant minus the first variant on the same seeds (training reward) and the same seed/task pairs "
-                  "(held-out completion); 95% bootstrap interval of the mean paired difference and a sign-flip "
-                  "permutation p-value.", "",
-                  "| variant | vs | training reward diff | held-out completion diff | completion paired by |",
-                  "|---|---|---|---|---|"]
-        for name, c in m["comparisons"].items():
-            lines.append(f"| {name} | {c['baseline']} | {_cmp(c['reward'])} | {_cmp(c['completion'])} | "
-                         f"{c['completion_paired_by']} |")
+        sections.append(Section("Paired comparisons", (
+            Text("Variant minus the first variant on the same seeds (training reward) and the same seed/task pairs "
+                 "(held-out completion); 95% bootstrap interval of the mean paired difference and a sign-flip "
+                 "permutation p-value."),
+            Table(("variant", "vs", "training reward diff", "held-out completion diff", "completion paired by"),
+                  tuple((name, c["baseline"], _cmp(c["reward"]), _cmp(c["completion"]), c["completion_paired_by"])
+                        for name, c in m["comparisons"].items())))))
     else:
-        lines.append("Only one variant: nothing to compare.")
-    lines += ["", "## Learning curves", "", "Mean +- std across seeds (see report.html for the plots).", ""]
+        sections.append(Section("Paired comparisons", (Text("Only one variant: nothing to compare."),)))
+    sections.append(Section("Learning curves", (Text("Mean +- std across seeds."),)))
     for key, title in (("reward_curve", "training reward"), ("completion_curve", "held-out completion")):
         steps = sorted({s for v in variants.values() for s in v[key]["step"]})
         if not steps:
-            lines += [f"No {title} recorded.", ""]
+            sections.append(Section(title, (Text(f"No {title} recorded."),), level=3))
             continue
         if len(steps) > 12:
             steps = sorted({steps[round(i * (len(steps) - 1) / 11)] for i in range(12)})
-        lines += [f"### {title}", "", "| step | " + " | ".join(variants) + " |", "|---" * (len(variants) + 1) + "|"]
+        rows = []
         for s in steps:
             cells = []
             for v in variants.values():
                 c = v[key]
                 cells.append(f"{c['mean'][c['step'].index(s)]:.3f} +- {c['std'][c['step'].index(s)]:.3f}"
                              if s in c["step"] else "")
-            lines.append(f"| {s} | " + " | ".join(cells) + " |")
-        lines.append("")
+            rows.append((str(s), *cells))
+        sections.append(Section(title, (*fig(key), Table(("step", *variants), tuple(rows))), level=3))
     if any(v["unseen"] is not None for v in variants.values()):
-        lines += ["## Transfer", "", "Held-out completion on the families trained on and on families never trained on, "
-                  "at step 0 and at the last step; 95% intervals resampled over seeds, then tasks.", "",
-                  "| variant | trained, step 0 | trained, final | unseen, step 0 | unseen, final | gap (final) |",
-                  "|---|---|---|---|---|---|"]
+        rows = []
         for name, v in variants.items():
             gap = v["trained"] - v["unseen"] if v["trained"] is not None and v["unseen"] is not None else None
-            lines.append(f"| {name} | {_ci(v.get('trained_start'))} | {_ci(v.get('trained_final'))} | "
-                         f"{_ci(v.get('unseen_start'))} | {_ci(v.get('unseen_final'))} | {_f(gap)} |")
-        lines.append("")
-    lines += ["## Runs", "", "| run | status | steps | final reward | final completion | wall s | error |",
-              "|---|---|---|---|---|---|---|"]
+            rows.append((name, format_interval(v.get("trained_start")), format_interval(v.get("trained_final")),
+                         format_interval(v.get("unseen_start")), format_interval(v.get("unseen_final")),
+                         format_number(gap)))
+        sections.append(Section("Transfer", (
+            Text("Held-out completion on the families trained on and on families never trained on, at step 0 and "
+                 "at the last step; 95% intervals resampled over seeds, then tasks."),
+            Table(("variant", "trained, step 0", "trained, final", "unseen, step 0", "unseen, final", "gap (final)"),
+                  tuple(rows)))))
+    run_rows = []
     for r in runs:
         s = r.get("summary", {})
-        err = (r.get("error") or "").replace("|", "\\|").replace("\n", " ")[:300]
-        lines.append(f"| {r['variant']}/seed-{r['seed']} | {r['status'].upper() if r['status'] == 'failed' else r['status']} "
-                     f"| {s.get('steps', '')} | {_f(s.get('final_reward'))} | {_f(s.get('final_completion'))} | "
-                     f"{r.get('wall_s', 0):.1f} | {err} |")
-    lines.append("")
-    return "\n".join(lines)
+        run_rows.append((f"{r['variant']}/seed-{r['seed']}", r["status"].upper() if r["status"] == "failed"
+                         else r["status"], str(s.get("steps", "")), format_number(s.get("final_reward")),
+                         format_number(s.get("final_completion")), f"{r.get('wall_s', 0):.1f}",
+                         (r.get("error") or "").replace("\n", " ")[:300]))
+    sections.append(Section("Runs", (Table(("run", "status", "steps", "final reward", "final completion",
+                                            "wall s", "error"), tuple(run_rows), wrap=(6,)),)))
+    return Report(f"sandgym sweep: {sweep.get('config') or '(defaults)'}", tuple(sections))
 
 
-def plots(m: dict[str, Any]) -> dict[str, str]:
-    """Base64 PNGs: the two learning curves with bands, and final metrics with intervals."""
-    try:
-        import matplotlib
+def markdown(m: dict[str, Any]) -> str:
+    return build_report(m, with_plots=False).markdown()
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+
+def plots(m: dict[str, Any]) -> dict[str, Figure]:
+    """The two learning curves with bands, and the final metrics with intervals; variant i has colour
+    ``PALETTE[i]`` in every plot."""
+    plt = pyplot()
+    if plt is None:
         return {}
-    from sandgym.evaluate.report_writer import figure_png as _png
+    from matplotlib.ticker import MaxNLocator
 
-    out: dict[str, str] = {}
+    colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(m["variants"])}
+    out: dict[str, Figure] = {}
     for key, title in (("reward_curve", "training reward"), ("completion_curve", "held-out completion")):
         if not any(v[key]["step"] for v in m["variants"].values()):
             continue
-        fig, ax = plt.subplots(figsize=(7, 3.5))
+        fig, ax = plt.subplots(figsize=(8, 3.6))
         for name, v in m["variants"].items():
             c = v[key]
             if not c["step"]:
                 continue
             mean, std = np.array(c["mean"]), np.array(c["std"])
-            (line,) = ax.plot(c["step"], mean, marker="o" if len(c["step"]) < 15 else None, label=name)
-            ax.fill_between(c["step"], mean - std, mean + std, color=line.get_color(), alpha=0.25)
-            ax.fill_between(c["step"], c["min"], c["max"], color=line.get_color(), alpha=0.08)
+            ax.plot(c["step"], mean, marker="o" if len(c["step"]) < 15 else None, color=colours[name], label=name)
+            ax.fill_between(c["step"], mean - std, mean + std, color=colours[name], alpha=0.2, linewidth=0)
+            ax.fill_between(c["step"], c["min"], c["max"], color=colours[name], alpha=0.07, linewidth=0)
         ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(title)
         ax.set_title(f"{title}: mean, +-1 std and min/max across seeds")
-        ax.legend(fontsize=7)
-        out[key] = _png(fig)
-    names = list(m["variants"])
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+        legend(ax)
+        out[key] = Figure(f"{title} per step", figure_png(fig))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for ax, key, title in ((axes[0], "final_reward", "final training reward"),
                            (axes[1], "final_completion", "final held-out completion")):
-        vals = [m["variants"][n][key] for n in names]
-        ok = [v is not None and v["value"] == v["value"] for v in vals]
-        y = [v["value"] if o else 0.0 for v, o in zip(vals, ok, strict=True)]
-        err = [[v["value"] - v["low"] if o else 0 for v, o in zip(vals, ok, strict=True)],
-               [v["high"] - v["value"] if o else 0 for v, o in zip(vals, ok, strict=True)]]
-        ax.bar(range(len(names)), y, yerr=err, capsize=3)
-        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
+        bars(ax, [title], [(name, [v[key]]) for name, v in m["variants"].items()], show_legend=False)
         ax.set_title(f"{title} (95% CI)")
-    out["finals"] = _png(fig)
+    fig.tight_layout()
+    series_legend(fig, list(m["variants"]))
+    out["finals"] = Figure("final metrics per variant", figure_png(fig))
     return out
-
-
-def to_html(m: dict[str, Any], md: str) -> str:
-    imgs = plots(m)
-    body = [f"<h1>{html.escape(md.splitlines()[0].lstrip('# '))}</h1>"]
-    for title, key in (("Training reward", "reward_curve"), ("Held-out completion", "completion_curve"),
-                       ("Final metrics", "finals")):
-        if key in imgs:
-            body.append(f"<h2>{title}</h2><img alt='{key}' src='data:image/png;base64,{imgs[key]}'/>")
-    body.append(f"<h2>Report</h2><pre>{html.escape(md)}</pre>")
-    style = "body{font-family:sans-serif;max-width:1000px;margin:auto}pre{white-space:pre-wrap}"
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>sandgym sweep</title><style>{style}</style>"
-            f"</head><body>{''.join(body)}</body></html>")
 
 
 def write_sweep_report(out: str | Path) -> dict[str, Any]:
     """Write ``report.md``, ``report.html`` and ``sweep_metrics.json`` into the sweep directory ``out``."""
     out = Path(out)
     m = sweep_metrics(out)
-    md = markdown(m)
-    (out / "report.md").write_text(md, encoding="utf-8")
-    (out / "report.html").write_text(to_html(m, md), encoding="utf-8")
+    build_report(m).write(out)
     slim = {"variants": m["variants"], "comparisons": m["comparisons"], "runs": m["sweep"]["runs"]}
     (out / "sweep_metrics.json").write_text(json.dumps(slim, indent=2, default=str), encoding="utf-8")
     return m
 
 
-__all__ = ["compare_variants", "hierarchical_ci", "paired", "sweep_metrics", "write_sweep_report"]
+__all__ = ["build_report", "compare_variants", "hierarchical_ci", "paired", "sweep_metrics", "write_sweep_report"]

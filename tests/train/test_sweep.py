@@ -11,10 +11,11 @@ import torch
 import sandgym.experiments.sweep
 import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
 from sandgym.cli import main
+from sandgym.evaluate.metrics import format_interval
 from sandgym.experiments.periodic_eval import load_curve
 from sandgym.experiments.periodic_eval import train_with_eval as run
 from sandgym.experiments.sweep import parse_vary, plan, run_sweep
-from sandgym.experiments.sweep_report import _ci, compare_variants, hierarchical_ci
+from sandgym.experiments.sweep_report import compare_variants, hierarchical_ci
 from sandgym.train.config import load_config
 from tests.train.test_loop import toy_overrides
 
@@ -90,7 +91,7 @@ def test_sweep_2x2_completes_resumes_only_the_missing_run_and_reports_every_run(
     start, final = grpo["start_completion"], grpo["final_completion"]
     assert start["low"] <= start["value"] <= start["high"]
     assert grpo["gain_over_start"]["diff"]["value"] == pytest.approx(final["value"] - start["value"])
-    assert f"| {_ci(start)} | {_ci(final)} |" in md
+    assert f"| {format_interval(start)} | {format_interval(final)} |" in md
 
     # interruption: one run lost its final checkpoint; re-running redoes that run only
     victim = Path(runs[1]["out_dir"])
