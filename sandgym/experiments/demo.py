@@ -4,7 +4,7 @@
 2. SFT warm start on oracle demonstrations -> the SFT-only adapter;
 3. RL (``examples/quickstart.toml``) from that adapter -> the SFT+RL adapter;
 4. evaluate base, SFT-only and SFT+RL on the same held-out tasks and seeds (trained families and unseen ones);
-5. write ``REPORT.md`` (+ one eval report per policy) and print the headline table and where everything is.
+5. write ``REPORT.md`` and ``REPORT.html`` (+ one eval report per policy) and print the headline table and where everything is.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from sandgym.configs import to_dict
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow
-from sandgym.evaluate.metrics import format_p
+from sandgym.evaluate.metrics import format_interval, format_p
 from sandgym.evaluate.report import write_reports
+from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.train.config import TrainConfig, load_config
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "quickstart.toml"
@@ -69,41 +70,60 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
                           trained_families=cfg.trained_families)["baseline"]
     metrics["rl_vs_sft"] = rl_vs_sft
 
-    def ci(d: dict[str, float] | None) -> str:
-        return "n/a" if not d else f"{d['value']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+    attribution = demo_report(cfg, metrics, timings)
+    attribution.write(out, stem="REPORT")
+    (out / "summary.json").write_text(json.dumps({"timings": timings, "metrics": metrics}, indent=2, default=str),
+                                      encoding="utf-8")
+    table, verdict = attribution_table(cfg, metrics)
+    return table.markdown() + "\n\n" + verdict, metrics
+
+
+POLICIES = (("base", "base model"), ("sft", "SFT only"), ("sft_rl", "SFT + RL"))
+
+
+def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, str]:
+    """Base / SFT / SFT+RL side by side, and the verdict on RL's own gain over SFT."""
 
     def gain(g: dict[str, Any] | None) -> str:
-        return "n/a" if not g else f"{g['diff']['value']:+.3f} [{g['diff']['low']:+.3f}, {g['diff']['high']:+.3f}] {format_p(g['p_value'])}"
+        return "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}"
 
-    lines = ["| policy | held-out, trained families | unseen families | gain vs base (trained) | pass@1 | pass^" + str(cfg.samples) + " |",
-             "|---|---|---|---|---|---|"]
-    for name, label in (("base", "base model"), ("sft", "SFT only"), ("sft_rl", "SFT + RL")):
+    rows = []
+    for name, label in POLICIES:
         m = metrics[name]
         b = m.get("baseline") or {}
-        lines.append(
-            f"| {label} | {ci(m['transfer']['trained'].get('completion'))} | {ci(m['transfer']['unseen'].get('completion'))} "
-            f"| {gain(b.get('gain_trained')) if b else '-'} | {ci(m['overall']['pass_at_k'].get('1'))} "
-            f"| {ci(m['overall']['pass_hat_k'].get(str(cfg.samples)))} |"
-        )
-    table = "\n".join(lines)
-    rl = rl_vs_sft.get("gain_trained")
+        rows.append((label, format_interval(m["transfer"]["trained"].get("completion")),
+                     format_interval(m["transfer"]["unseen"].get("completion")),
+                     gain(b.get("gain_trained")) if b else "-", format_interval(m["overall"]["pass_at_k"].get("1")),
+                     format_interval(m["overall"]["pass_hat_k"].get(str(cfg.samples)))))
+    table = Table(("policy", "held-out, trained families", "unseen families", "gain vs base (trained)", "pass@1",
+                   f"pass^{cfg.samples}"), tuple(rows))
+    rl = metrics["rl_vs_sft"].get("gain_trained")
     verdict = (
         f"RL over SFT on held-out trained families: {gain(rl)}. "
         + ("The interval excludes zero: RL added a measurable gain." if rl and rl["diff"]["low"] > 0
            else "The interval includes zero: on this budget RL's own gain over SFT is not established.")
     )
-    md = [
-        "# sandgym demo report", "",
-        f"Held-out tasks: {', '.join(cfg.suites)}; {cfg.n_tasks} tasks per suite, {cfg.samples} samples x "
-        f"{len(cfg.seeds)} seeds; 95% bootstrap intervals over tasks; gains paired over the same tasks and seeds.", "",
-        table, "", verdict, "",
-        "Stage timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()), "",
-        "Per-policy reports: " + ", ".join(f"{n}/report.html" for n in pairs), "",
-    ]
-    (out / "REPORT.md").write_text("\n".join(md), encoding="utf-8")
-    (out / "summary.json").write_text(json.dumps({"timings": timings, "metrics": metrics}, indent=2, default=str),
-                                      encoding="utf-8")
-    return table + "\n\n" + verdict, metrics
+    return table, verdict
+
+
+def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, float], *, under: str = "") -> Report:
+    """The attribution report (the verdict first); ``under`` is the path from the report to the per-policy
+    report directories."""
+    table, verdict = attribution_table(cfg, metrics)
+    fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
+                     [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])
+                      for name, label in POLICIES])
+    return Report("sandgym demo report", (
+        Section("Headline", (
+            Text(verdict), table,
+            Text(f"Held-out tasks: {', '.join(cfg.suites)}; {cfg.n_tasks} tasks per suite, {cfg.samples} samples x "
+                 f"{len(cfg.seeds)} seeds; 95% bootstrap intervals over tasks; gains paired over the same tasks and "
+                 "seeds."),
+            *((fig,) if fig else ()))),
+        Section("Stage timings", (Text(", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) or "none recorded"),)),
+        Section("Per-policy reports", (Bullets(tuple(
+            f"{label}: [{under}{name}/report.html]({under}{name}/report.html)" for name, label in POLICIES)),)),
+    ), html_name="REPORT.html")
 
 
 def check_same_config(out: Path, config: TrainConfig) -> None:
@@ -165,10 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         rows[name] = evaluate(spec, name, cfg, out / "eval")
         timings[f"eval_{name}"] = time.perf_counter() - t
-    text, _ = report(out / "eval", cfg, rows, timings, specs)
-    (out / "REPORT.md").write_text((out / "eval" / "REPORT.md").read_text(encoding="utf-8"), encoding="utf-8")
+    text, metrics = report(out / "eval", cfg, rows, timings, specs)
+    demo_report(cfg, metrics, timings, under="eval/").write(out, stem="REPORT")
     print("\n" + text + "\n")
-    print(f"report:      {out / 'REPORT.md'}")
+    print(f"report:      {out / 'REPORT.md'} ({out / 'REPORT.html'})")
     print(f"eval detail: {out / 'eval'}/<base|sft|sft_rl>/report.html")
     print(f"training:    {out / 'train'} (metrics.jsonl, checkpoints/, tb/)")
     return 0
