@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from sandgym import __version__
+from sandgym.private.cli import add_from_repo
 
 # Each module defines ``add_commands(subparsers)``; handlers are set with ``set_defaults(func=...)`` and return
 # an exit code. Modules import heavy dependencies inside their handlers so ``sandgym --help`` stays fast.
@@ -36,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name == name:
                 continue
             raise
-        module.add_commands(sub)
+        added = module.add_commands(sub)
+        if name == "sandgym.tasks.cli":  # `tasks from-repo` lives in sandgym.private, above tasks
+            add_from_repo(added)
     return parser
 
 

@@ -17,7 +17,7 @@ from sandgym.agents.trajectory import Trajectory, Turn
 if TYPE_CHECKING:
     import torch
 
-    from sandgym.agents.rollout import RolloutConfig
+    from sandgym.agents.rollout_config import RolloutConfig
 
 
 class Episode:

@@ -19,8 +19,9 @@ from typing import Any
 
 import torch
 
-from sandgym.agents.policy import Generation, GenerationRequest, Policy, SamplingParams
+from sandgym.agents.policy import Generation, GenerationRequest, Policy
 from sandgym.agents.prompting import retokenization_mismatch
+from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.agents.trajectory import Trajectory
 from sandgym.errors import ConfigError
 
@@ -29,72 +30,6 @@ from ._episode import Episode
 log = logging.getLogger(__name__)
 
 EnvFactory = Callable[[], Any]
-
-
-@dataclass(frozen=True)
-class RolloutConfig:
-    """Budgets and sampling of one rollout call."""
-
-    max_new_tokens: int = 256
-    """Per model turn; hitting it ends the episode (truncation_reason 'max_new_tokens') unless
-    ``truncated_turn='continue'``."""
-    truncated_turn: str = "end"
-    """'end': a turn cut by max_new_tokens ends the episode (truncated). 'continue': its text still goes to the
-    env and the episode goes on; the turn keeps ``Turn.truncated=True`` and ``metadata['truncated_turns']``
-    counts such turns."""
-    max_total_tokens: int = 4096
-    """Per trajectory (prompt + every turn + env insertions); 'max_total_tokens'."""
-    max_turns: int = 8
-    """Model turns per episode; 'max_turns'."""
-    temperature: float = 1.0
-    """Sampling temperature; stored log-probs are log_softmax(logits / temperature). 0 = greedy."""
-    top_p: float = 1.0
-    seed: int = 0
-    """Each episode samples from its own generator seeded by (seed, group_id, sample_idx): vary it per step."""
-    stop_strings: tuple[str, ...] = ("</tool_call>",)
-    max_batch_size: int = 64
-    """Rows per generation call."""
-    env_workers: int = 8
-    """Threads running env reset/step/close."""
-    sync_turns: bool = False
-    """Wait for every pending env step before each generation round: batch composition (hence floats) becomes
-    independent of thread timing, for bitwise reproducibility; costs the overlap."""
-    check_retokenization: bool = True
-    policy_version: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("max_new_tokens", "max_total_tokens", "max_turns", "max_batch_size", "env_workers"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"RolloutConfig.{name}={getattr(self, name)} must be a positive integer")
-        if self.truncated_turn not in ("end", "continue"):
-            raise ConfigError(f"RolloutConfig.truncated_turn={self.truncated_turn!r}; use 'end' or 'continue'")
-        if self.temperature < 0:
-            raise ConfigError(f"RolloutConfig.temperature={self.temperature} must be >= 0 (0 = greedy)")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ConfigError(f"RolloutConfig.top_p={self.top_p} must be in (0, 1]")
-
-    @classmethod
-    def from_settings(cls, settings: Any, *, seed: int, policy_version: int = 0) -> RolloutConfig:
-        """From a config section with the rollout fields (the training ``[rollout]`` section, an ``EvalConfig``):
-        budgets, sampling, ``truncated_turn``, and the stop strings of its ``code_action``."""
-        from sandgym.envs.parsing import stop_strings_for
-
-        s = settings
-        return cls(
-            max_new_tokens=s.max_new_tokens,
-            max_turns=s.max_turns,
-            max_total_tokens=s.max_total_tokens,
-            temperature=s.temperature,
-            top_p=s.top_p,
-            seed=seed,
-            policy_version=policy_version,
-            truncated_turn=s.truncated_turn,
-            stop_strings=stop_strings_for(None if s.code_action == "none" else s.code_action),
-        )
-
-    @property
-    def sampling(self) -> SamplingParams:
-        return SamplingParams(temperature=self.temperature, top_p=self.top_p, stop_strings=self.stop_strings)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 def add_from_repo(sub: Any) -> None:
-    """Register ``from-repo`` on the ``sandgym tasks`` sub-parsers (called from ``sandgym.tasks.cli``)."""
+    """Register ``from-repo`` on the ``sandgym tasks`` sub-parsers (called from :mod:`sandgym.cli`)."""
     p = sub.add_parser("from-repo", help="synthesise verified tasks from a local Python repo and its pytest suite")
     p.add_argument("path", help="root of the repository")
     p.add_argument("--out", required=True, help="suite folder: tasks.jsonl + from_repo_report.json")

@@ -8,8 +8,9 @@ from collections import Counter
 from typing import Any
 
 
-def add_commands(subparsers: Any) -> None:
-    """Register ``sandgym tasks ...`` on the top-level sub-parsers."""
+def add_commands(subparsers: Any) -> Any:
+    """Register ``sandgym tasks ...`` on the top-level sub-parsers; returns the ``tasks`` sub-parsers (where
+    :mod:`sandgym.cli` adds ``from-repo``, which lives in ``sandgym.private``, above tasks)."""
     tasks = subparsers.add_parser("tasks", help="list, show, validate and import task suites")
     sub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION")
     tasks.set_defaults(func=lambda args: (tasks.print_help(), 0)[1])
@@ -41,10 +42,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--verify", action="store_true", help="run every reference against its tests in the sandbox")
     p.add_argument("--backend", default="local", help="sandbox backend for --verify (default: local)")
     p.set_defaults(func=cmd_import)
-
-    from sandgym.private.cli import add_from_repo  # `tasks from-repo` lives in sandgym.private (light import)
-
-    add_from_repo(sub)
+    return sub
 
 
 def cmd_list(args: argparse.Namespace) -> int:

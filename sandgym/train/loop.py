@@ -39,6 +39,7 @@ from sandgym.train.checkpoint import (
 from sandgym.train.config import TrainConfig
 from sandgym.train.domains import DomainMixer
 from sandgym.train.logger import MetricsLogger, read_jsonl
+from sandgym.train.sft import initial_adapter
 from sandgym.train.step import Sample, learner_update, make_samples
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     ckpt, state = resume_checkpoint(run_dir) if resume else (None, None)
-    init_adapter = str(ckpt) if ckpt else runtime.initial_adapter(config, run_dir)
+    init_adapter = str(ckpt) if ckpt else initial_adapter(config, run_dir)
     policy = runtime.build_policy(config, adapter=init_adapter, trainable=True)
     optimizer = torch.optim.AdamW(
         [p for p in policy.model.parameters() if p.requires_grad], lr=config.optim.lr,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from sandgym.agents.trajectory import Trajectory
@@ -25,20 +24,6 @@ def build_policy(config: TrainConfig, *, adapter: str | None, trainable: bool = 
     if trainable:
         policy.model.train()
     return policy
-
-
-def initial_adapter(config: TrainConfig, run_dir: Path) -> str | None:
-    """The adapter RL starts from: ``model.adapter``, or a fresh SFT warm start when ``init = "sft"``."""
-    if config.model.adapter:
-        return config.model.adapter
-    if config.init == "sft":
-        from sandgym.train.sft import run_sft
-
-        out = run_dir / "sft"
-        if (out / "adapter" / "adapter_config.json").is_file():  # a resumed run reuses its warm start
-            return str(out / "adapter")
-        return str(run_sft(config, out).adapter_dir)
-    return None
 
 
 def domain_name(d: DomainConfig) -> str:
@@ -102,5 +87,5 @@ def set_lr(optimizer: Any, config: TrainConfig, step: int) -> None:
         group["lr"] = config.optim.lr * scale
 
 
-__all__ = ["build_policy", "collect", "domain_name", "domain_tasks", "env_factory", "initial_adapter", "progress",
+__all__ = ["build_policy", "collect", "domain_name", "domain_tasks", "env_factory", "progress",
            "rollout_config", "set_lr"]

@@ -18,6 +18,7 @@ import torch
 
 from sandgym.agents.trajectory import Trajectory, save_jsonl
 from sandgym.errors import ConfigError
+from sandgym.train import runtime
 from sandgym.train.config import TrainConfig
 from sandgym.train.step import Sample, collate, forward_logprobs, micro_batches
 
@@ -29,10 +30,20 @@ class SFTResult:
     losses: tuple[float, ...]
 
 
+def initial_adapter(config: TrainConfig, run_dir: Path) -> str | None:
+    """The adapter RL starts from: ``model.adapter``, or a fresh SFT warm start when ``init = "sft"``."""
+    if config.model.adapter:
+        return config.model.adapter
+    if config.init == "sft":
+        out = run_dir / "sft"
+        if (out / "adapter" / "adapter_config.json").is_file():  # a resumed run reuses its warm start
+            return str(out / "adapter")
+        return str(run_sft(config, out).adapter_dir)
+    return None
+
+
 def run_sft(config: TrainConfig, out_dir: Path | str, *, policy: Any = None) -> SFTResult:
     """Train the adapter on demonstrations; saves it to ``out_dir/adapter`` and returns the result."""
-    from sandgym.train import runtime
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     policy = policy or runtime.build_policy(config, adapter=config.model.adapter, trainable=True)
@@ -62,7 +73,6 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     from sandgym.agents.policy import ScriptedPolicy
     from sandgym.agents.rollout import RolloutConfig, rollout
     from sandgym.agents.scripted import OracleAgent
-    from sandgym.train import runtime
 
     tasks = [t for ts in runtime.domain_tasks(config).values() for t in ts]
     rng = random.Random(config.seed)
@@ -108,7 +118,7 @@ def transcripts_to_samples(path: Path, chat_format: Any) -> list[Sample]:
 
 def train_on_samples(model: torch.nn.Module, samples: Sequence[Sample], config: TrainConfig, *, pad_id: int) -> list[float]:
     """Cross-entropy on masked (assistant) tokens; returns the mean loss of each epoch."""
-    from sandgym.train.runtime import progress
+    progress = runtime.progress
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.sft.lr)
