@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sandgym.evaluate.cli",
     "sandgym.sandbox.cli",
     "sandgym.private.cli",
+    "sandgym.interop.cli",  # serve (OpenEnv); registers the harbor format of `tasks import`
 )
 
 

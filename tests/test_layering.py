@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("envs", ("sandgym.envs", "sandgym")),
     ("agents", ("sandgym.agents", "sandgym.private.judge", "sandgym.private.feedback")),
     ("rollout", ("sandgym.rollout",)),
+    ("interop", ("sandgym.interop",)),  # Harbor import, OpenEnv server, verifiers adapter (docs/INTEROP.md)
     ("train | evaluate", ("sandgym.train", "sandgym.evaluate", "sandgym.private.calibrate")),
     ("experiments", ("sandgym.experiments",)),
     ("cli", ("sandgym.cli", "sandgym.__main__", "sandgym.demo", "sandgym.private.cli")),

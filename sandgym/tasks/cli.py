@@ -34,9 +34,10 @@ def add_commands(subparsers: Any) -> Any:
     p.add_argument("--backend", default="local", help="sandbox backend for --check-references (default: local)")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("import", help="convert HumanEval- or MBPP-style JSONL into sandgym tasks")
-    p.add_argument("file", help="input JSONL")
-    p.add_argument("--format", required=True, choices=["humaneval", "mbpp"], dest="fmt")
+    p = sub.add_parser("import", help="convert HumanEval-/MBPP-style JSONL or Harbor task directories into tasks")
+    p.add_argument("file", help="input JSONL (humaneval, mbpp) or directory (harbor: one task or a parent of many)")
+    p.add_argument("--format", required=True, dest="fmt", metavar="{humaneval,mbpp,harbor}",
+                   help="humaneval | mbpp | harbor (harbor is registered by sandgym.interop)")
     p.add_argument("-o", "--out", required=True, help="output .jsonl")
     p.add_argument("--split", default="heldout", choices=["train", "heldout"])
     p.add_argument("--verify", action="store_true", help="run every reference against its tests in the sandbox")

@@ -12,16 +12,24 @@ from sandgym.tasks.importers.verify import ReferenceCheck, check_reference, veri
 from sandgym.tasks.task import Task
 
 IMPORTERS: dict[str, Callable[..., list[Task]]] = {"humaneval": import_humaneval, "mbpp": import_mbpp}
+"""Format -> importer ``(path, *, split) -> list[Task]``. Layers above tasks add theirs with ``register_importer``
+(``import sandgym.interop`` adds ``harbor``), so tasks never imports upward."""
+
+
+def register_importer(fmt: str, importer: Callable[..., list[Task]]) -> None:
+    """Make ``import_file(fmt, ...)`` and ``sandgym tasks import --format fmt`` use ``importer``."""
+    IMPORTERS[fmt] = importer
 
 
 def import_file(fmt: str, path: str | Path, *, split: str = "heldout") -> list[Task]:
-    """Import ``path`` in format ``fmt`` ('humaneval' or 'mbpp')."""
+    """Import ``path`` in format ``fmt`` ('humaneval', 'mbpp', or one added by ``register_importer``)."""
     if fmt not in IMPORTERS:
-        raise TaskError(f"unknown import format {fmt!r}; use one of {sorted(IMPORTERS)}")
+        hint = " ('harbor' is added by `import sandgym.interop`)" if "harbor" not in IMPORTERS else ""
+        raise TaskError(f"unknown import format {fmt!r}; use one of {sorted(IMPORTERS)}{hint}")
     if split not in ("train", "heldout"):
         raise TaskError(f"split={split!r} is not one of ('train', 'heldout')")
     return IMPORTERS[fmt](path, split=split)
 
 
 __all__ = ["IMPORTERS", "ReferenceCheck", "check_reference", "import_file", "import_humaneval", "import_mbpp",
-           "verify_references"]
+           "register_importer", "verify_references"]
