@@ -26,7 +26,7 @@ from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.train.config import TrainConfig, load_config
 
-QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "quickstart.toml"
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart.toml"
 
 
 def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int) -> EvalConfig:
