@@ -121,6 +121,12 @@ class FromRepoResult:
 SandboxFactory = Callable[[float], Sandbox]
 
 
+REPO_ISOLATION = "in-process"
+"""A repository's own test suite needs the code under test in its process (test-side callbacks passed in,
+``isinstance`` against its classes, subclasses of them, fixtures sharing objects), so from-repo tasks grade
+in-process and keep that limit (docs/SANDBOX.md): audit a from-repo suite with ``sandgym rewards audit``."""
+
+
 def _default_factory(backend: str) -> SandboxFactory:
     def make(timeout_s: float) -> Sandbox:
         from sandgym.sandbox import make_sandbox
@@ -152,7 +158,8 @@ class _Runner:
             if swap is not None:
                 self.sb.write_file(*swap)
             try:
-                return self.sb.run_tests(tests, expected=max(expected, 1), timeout=self.timeout_s)
+                return self.sb.run_tests(tests, expected=max(expected, 1), timeout=self.timeout_s,
+                                         isolation=REPO_ISOLATION)
             finally:
                 if swap is not None:
                     self.sb.write_file(swap[0], self.files[swap[0]])
@@ -335,7 +342,7 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
         id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
         domain="coding", family=f"repo_{mutation.kind}", split=splits.get(target.file, "train"),  # type: ignore[arg-type]
         prompt=prompt,
-        verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected),
+        verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected, isolation=REPO_ISOLATION),
         files={**files, target.file: mutation.source},
         reference=Reference(files={target.file: files[target.file]}),
         limits=TaskLimits(max_turns=12, exec_timeout_s=max(10.0, round(timeout_s)), episode_timeout_s=600.0),

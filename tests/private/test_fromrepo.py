@@ -161,7 +161,7 @@ def test_runner_survives_a_dead_sandbox() -> None:
         def write_file(self, path: str, data: str) -> None:
             self.files[path] = data
 
-        def run_tests(self, tests: object, *, expected: int, timeout: float) -> object:
+        def run_tests(self, tests: object, *, expected: int, timeout: float, isolation: str = "process") -> object:
             raise SandboxError("worker died")
 
         def close(self) -> None:
