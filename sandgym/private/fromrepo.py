@@ -26,7 +26,7 @@ from sandgym.private.mutations import Mutation, Target, bug_mutations, find_targ
 from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import DEFAULT_MAX_FILE_BYTES, Snapshot, read_repo, select_tests, test_key
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
-from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
+from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class FromRepoResult:
 SandboxFactory = Callable[[float], Sandbox]
 
 
-REPO_ISOLATION = "in-process"
+REPO_ISOLATION: Isolation = "in-process"
 """A repository's own test suite needs the code under test in its process (test-side callbacks passed in,
 ``isinstance`` against its classes, subclasses of them, fixtures sharing objects), so from-repo tasks grade
 in-process and keep that limit (docs/SANDBOX.md): audit a from-repo suite with ``sandgym rewards audit``."""
