@@ -21,8 +21,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
+import sandgym.sandbox.fsapi as fsapi
+import sandgym.sandbox.pyenv as pyenv
+import sandgym.sandbox.runtime as runtime
 from sandgym.errors import SandboxError
-from sandgym.sandbox import fsapi, pyenv, runtime
 from sandgym.sandbox.channel import Channel, ChannelDead, ChannelTimeout
 from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
 

@@ -11,14 +11,11 @@ import dataclasses
 import json
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sandgym.errors import SandboxError
 from sandgym.sandbox.channel import Channel, ChannelDead, ChannelTimeout
 from sandgym.sandbox.protocol import ExecResult
-
-if TYPE_CHECKING:
-    from sandgym.sandbox.local import LocalSandbox
 
 GRACE_S = 2.0
 STARTUP_TIMEOUT_S = 30.0
@@ -28,7 +25,9 @@ RESET_NOTE = "sandbox: the session was restarted; all variables were lost (state
 class LocalCodeSession:
     """A notebook-like Python interpreter: ``run_code`` runs a cell; the last expression's repr is printed."""
 
-    def __init__(self, sandbox: LocalSandbox) -> None:
+    def __init__(self, sandbox: Any) -> None:
+        """``sandbox``: the ``LocalSandbox`` whose workspace, limits and log this session shares (typed loosely so
+        that this module does not import ``local``, which imports it)."""
         self._sb = sandbox
         self._lock = threading.Lock()
         self._ch: Channel | None = None
