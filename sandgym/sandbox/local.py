@@ -45,6 +45,12 @@ def _warn_once(kind: str, message: str) -> None:
         log.warning(message)
 
 
+def is_test_file(path: str) -> bool:
+    """A pytest test module by name (``test_*.py`` or ``*_test.py``); other hidden files only support them."""
+    name = path.split("/")[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
 class LocalSandbox:
     """A sandbox on this machine. ``exec``/``run_python`` go through a warm worker; see the ``Sandbox`` protocol.
 
@@ -358,10 +364,14 @@ class LocalSandbox:
             raise ValueError(f"isolation={isolation!r} must be 'process' or 'in-process'")
         names = list(tests)
         for name in names:
-            if fsapi.split_path(name) != [name] or not name.endswith(".py"):
-                raise ValueError(f"hidden test file name {name!r} must be a plain '*.py' file name")
-        if "pytest.ini" in names:
+            if not fsapi.split_path(name) or fsapi.split_path(name) != name.split("/"):
+                raise ValueError(f"hidden test path {name!r} must be a relative path like 'tests/test_x.py'")
+        if any(name.split("/")[-1] == "pytest.ini" for name in names):
             raise ValueError("hidden tests may not include pytest.ini (the grader writes its own)")
+        test_files = [n for n in names if is_test_file(n)]
+        if not test_files:
+            raise ValueError(f"hidden tests {names} hold no test file (test_*.py or *_test.py); the others "
+                             "(conftest.py, helpers, data) only support them")
         with self._lock:
             self._check_open()
             link: str | None = None
@@ -371,7 +381,10 @@ class LocalSandbox:
                     fsapi.write_file(self._grader, name, text)
                 fsapi.write_file(self._grader, "pytest.ini", "[pytest]\n")
                 nonce = secrets.token_hex(16)  # a report without it (a blind write to the pipe) is rejected
-                req: dict[str, Any] = {"op": "pytest", "files": names, "nonce": nonce}
+                # the task's own conftest files (trusted, in the grader dir) load; the workspace is never in their
+                # path, so an agent's conftest.py never does
+                req: dict[str, Any] = {"op": "pytest", "files": test_files, "nonce": nonce,
+                                       "conftest": any(n.split("/")[-1] == "conftest.py" for n in names)}
                 if isolation == "process":
                     link, host = self._start_solution_host()
                     req["link"] = self._in_grader(link)
@@ -381,9 +394,8 @@ class LocalSandbox:
                     host.kill()
                 if link is not None:
                     fsapi.remove_tree(link)
-                for name in [*names, "pytest.ini"]:
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(self._grader, name))
+                for top in {n.split("/")[0] for n in [*names, "pytest.ini"]}:
+                    fsapi.remove_tree(os.path.join(self._grader, top))
         report = res.get("report") if isinstance(res.get("report"), dict) else None
         outcomes: list[TestOutcome] = []
         seen: set[str] = set()

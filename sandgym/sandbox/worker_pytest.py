@@ -53,9 +53,11 @@ _SLIM = [x for name in ("doctest", "junitxml", "pastebin", "faulthandler", "step
                         "unraisableexception", "threadexception") for x in ("-p", "no:" + name)]
 
 
-def pytest_args(rootdir, paths, collect_only=False):
-    args = ["-p", "no:cacheprovider", "--noconftest", *_SLIM, "-q", "-rN", "--rootdir", rootdir,
-            "-c", os.path.join(rootdir, "pytest.ini")]
+def pytest_args(rootdir, paths, collect_only=False, conftest=False):
+    """``conftest``: the hidden tests ship their own conftest.py files (trusted: only the grader dir is in their
+    path, so a conftest.py the agent writes in the workspace is never loaded either way)."""
+    args = ["-p", "no:cacheprovider", *([] if conftest else ["--noconftest"]), *_SLIM, "-q", "-rN",
+            "--rootdir", rootdir, "-c", os.path.join(rootdir, "pytest.ini")]
     if collect_only:
         args.append("--co")
     return args + list(paths)
@@ -86,7 +88,8 @@ def pytest_child(req, cfg, set_limits, finish, exit_code_of):
         import pytest
 
         paths = [os.path.join(cfg["grader"], f) for f in req["files"]]
-        code = int(pytest.main(pytest_args(cfg["grader"], paths), plugins=[_Reporter(req.get("nonce"))]))
+        code = int(pytest.main(pytest_args(cfg["grader"], paths, conftest=bool(req.get("conftest"))),
+                               plugins=[_Reporter(req.get("nonce"))]))
     except SystemExit as exc:
         code = exit_code_of(exc)
     except BaseException:

@@ -209,9 +209,15 @@ def _check_paths(files: Mapping[str, Any], name: str, file: str, where: Callable
         if str(path).startswith("/") or ".." in parts or not path:
             out.append(Problem(file, where(name), name, f"file name {path!r} is absolute or leaves the workspace",
                                "use a relative path inside the workspace, e.g. 'src/app.py'"))
-        elif tests and (len(parts) != 1 or not str(path).endswith(".py")):
-            out.append(Problem(file, where(name), name, f"hidden test file {path!r} must be a plain '*.py' name",
-                               "name it like 'test_solution.py' (no folders)"))
+        elif tests and parts[-1] == "pytest.ini":
+            out.append(Problem(file, where(name), name, f"hidden file {path!r}: the grader writes its own pytest.ini",
+                               "remove it (put fixtures in a hidden conftest.py)"))
+    names = [str(p).replace("\\", "/").split("/")[-1] for p in files]
+    if tests and files and not any(n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py"))
+                                   for n in names):
+        out.append(Problem(file, where(name), name, f"no test file among {sorted(map(str, files))[:5]}",
+                           "hidden tests need at least one test_*.py (or *_test.py); conftest.py, helper modules "
+                           "and data files next to it only support it"))
     return out
 
 

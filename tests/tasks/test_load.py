@@ -86,7 +86,7 @@ def test_validate_reports_every_problem(tmp_path: Path) -> None:
 
 def test_semantic_problems(tmp_path: Path) -> None:
     rec = _good() | {"verifier": {"kind": "tests", "tests": {}, "expected_tests": 0}}
-    bad_name = _good() | {"id": "t2", "verifier": {"kind": "tests", "tests": {"sub/test_a.py": "x"},
+    bad_name = _good() | {"id": "t2", "verifier": {"kind": "tests", "tests": {"sub/helper.py": "x"},
                                                     "expected_tests": 1}}
     escape = _good() | {"id": "t3", "files": {"../evil.py": ""}}
     path = tmp_path / "sem.jsonl"
