@@ -3,6 +3,11 @@
 States: ``resetting`` -> ``ready`` (waits for the model) -> ``generating`` -> ``stepping`` (env step in a worker)
 -> ``ready`` ... -> ``done``. Env calls (``do_reset``/``do_step``/``close_env``) run in worker threads and only
 return values; every state change (``after_*``, ``record_generation``, ``fail_infra``) runs in the engine's thread.
+
+The episode's result is the env's ``EpisodeOutcome`` (``info["outcome"]`` of the last step): the trajectory carries
+it and reads ``success``/``failure_mode`` from it. Only an episode the env never graded (the engine's token or turn
+budget ran out, an env call raised, or an env that reports no outcome) is decided here: not a success, failure
+mode ``infra``, ``budget`` (truncated) or "" (unknown).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sandgym.agents.policy import Generation
 from sandgym.agents.prompting import ChatFormat
 from sandgym.agents.trajectory import Trajectory, Turn
+from sandgym.envs.outcome import EpisodeOutcome
 
 if TYPE_CHECKING:
     import torch
@@ -50,6 +56,7 @@ class Episode:
         self.turn_budget_is_total = False
         self.reward = 0.0
         self.final_info: Mapping[str, Any] = {}
+        self.outcome: EpisodeOutcome | None = None
         self.terminated = False
         self.truncation_reason: str | None = None
         self.infra_error: str | None = None
@@ -142,11 +149,12 @@ class Episode:
         if terminated or truncated or info.get("infra_failure"):
             self.terminated = bool(terminated)
             self.final_info = info
+            outcome = info.get("outcome")
+            self.outcome = outcome if isinstance(outcome, EpisodeOutcome) else None
             self.infra_error = str(info.get("error") or "env reported infra_failure") if info.get("infra_failure") else None
             reason = None
             if truncated:
-                outcome = info.get("outcome")
-                reason = str(getattr(outcome, "truncation", None) or info.get("truncation_reason") or "env")
+                reason = str((self.outcome and self.outcome.truncation) or info.get("truncation_reason") or "env")
             self.finish(truncation=reason)
             return
         if len(self.turns) >= self.config.max_turns:
@@ -173,24 +181,15 @@ class Episode:
 
     # ---- result ----------------------------------------------------------------------------------------------------
     def trajectory(self) -> Trajectory:
-        info = self.final_info
-        outcome = info.get("outcome")
-        infra = self.infra_error is not None or bool(info.get("infra_failure"))
-        if outcome is not None and hasattr(outcome, "solved"):
-            success, failure_mode = bool(outcome.solved) and not infra, str(outcome.failure_mode)
-        elif isinstance(outcome, Mapping):
-            success, failure_mode = bool(outcome.get("failure_mode") == "success"), str(outcome.get("failure_mode", ""))
-        else:
-            success, failure_mode = bool(info.get("success", False)), str(info.get("failure_mode", ""))
-        if infra:  # a task error is an infra failure too, kept apart so that reports can count it
-            failure_mode = "task_error" if failure_mode == "task_error" else "infra"
-        elif self.truncation_reason and not self.terminated and not failure_mode:
-            failure_mode = "budget"
+        info, outcome = self.final_info, self.outcome
+        verdict: dict[str, Any] = {}
+        if outcome is None:  # the env never graded it: the engine's budget, an env error, or no outcome reported
+            infra = self.infra_error is not None or bool(info.get("infra_failure"))
+            verdict = {"success": False, "infra_failure": infra,
+                       "failure_mode": "infra" if infra else "budget" if self.truncation_reason else ""}
         meta: dict[str, Any] = {"seed": self.seed, "truncated_turns": self.truncated_turns}
         if any(self.turn_rewards[:-1]) and len(self.turn_rewards) == len(self.turns):
             meta["turn_rewards"] = list(self.turn_rewards)
-        if outcome is not None and hasattr(outcome, "to_dict"):
-            meta["outcome"] = outcome.to_dict()
         if self.infra_error:
             meta["infra_error"] = self.infra_error
         task = self.task
@@ -203,17 +202,16 @@ class Episode:
             reward=self.reward,
             reward_components=_floats(info.get("reward_components") or {}),
             runtime=_floats(info.get("runtime") or {}),
-            success=success,
-            failure_mode=failure_mode,
             truncated=self.truncation_reason is not None,
             truncation_reason=self.truncation_reason,
             terminated=self.terminated,
-            infra_failure=infra,
             group_id=self.group_id,
             sample_idx=self.sample_idx,
             policy_version=self.config.policy_version,
             retokenization_mismatch=self.mismatch,
             metadata=meta,
+            outcome=outcome,
+            **verdict,
         )
 
 

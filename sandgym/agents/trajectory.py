@@ -9,6 +9,10 @@ Token layout of one trajectory (``token_ids``)::
 (closing the assistant turn, the environment's tool/user messages, the next assistant header).
 ``action_mask`` is 1 exactly on completion tokens; ``logprobs`` carries the sampling log-probability there
 (log-softmax of ``logits / temperature``, the distribution actually sampled from) and 0.0 elsewhere.
+
+``outcome`` is the env's ``EpisodeOutcome`` (None when the episode ended before the env graded it: a token budget
+of the engine, an infrastructure error, or an env that reports none); ``success``, ``failure_mode`` and
+``infra_failure`` are the outcome's when there is one (``from_turns`` copies them, construction checks they agree).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandgym.envs.outcome import EpisodeOutcome
 from sandgym.errors import SandgymError
 
 TRUNCATION_REASONS: tuple[str, ...] = ("max_new_tokens", "max_total_tokens", "max_turns", "env")
@@ -85,6 +90,8 @@ class Trajectory:
     policy_version: int = 0
     retokenization_mismatch: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    outcome: EpisodeOutcome | None = None
+    """The env's graded result; it decides ``success``, ``failure_mode`` and ``infra_failure`` when present."""
 
     def __post_init__(self) -> None:
         n = len(self.token_ids)
@@ -97,12 +104,27 @@ class Trajectory:
             raise TrajectoryError(
                 f"trajectory {self.task_id}: truncated=True needs a truncation_reason, one of {TRUNCATION_REASONS}"
             )
+        o = self.outcome
+        if o is not None:
+            mine = (self.success, self.failure_mode, self.infra_failure)
+            if mine != (o.success, o.failure_mode, o.infra_failure):
+                raise TrajectoryError(
+                    f"trajectory {self.task_id}: success/failure_mode/infra_failure {mine} disagree with its outcome's "
+                    f"{(o.success, o.failure_mode, o.infra_failure)}; the outcome decides them (leave them out and "
+                    "build with Trajectory.from_turns(..., outcome=outcome))"
+                )
 
     # ---- construction -------------------------------------------------------------------------------------
     @classmethod
     def from_turns(cls, turns: Iterable[Turn], **fields: Any) -> Trajectory:
-        """Build ``token_ids``/``action_mask``/``logprobs`` as the concatenation of the turns' parts."""
+        """Build ``token_ids``/``action_mask``/``logprobs`` as the concatenation of the turns' parts; with an
+        ``outcome``, ``success``/``failure_mode``/``infra_failure`` default to the outcome's."""
         turns = tuple(turns)
+        outcome = fields.get("outcome")
+        if outcome is not None:
+            fields.setdefault("success", outcome.success)
+            fields.setdefault("failure_mode", outcome.failure_mode)
+            fields.setdefault("infra_failure", outcome.infra_failure)
         ids: list[int] = []
         mask: list[int] = []
         lps: list[float] = []
@@ -170,11 +192,20 @@ class Trajectory:
             "policy_version": self.policy_version,
             "retokenization_mismatch": self.retokenization_mismatch,
             "metadata": dict(self.metadata),
+            "outcome": None if self.outcome is None else self.outcome.to_dict(),
         }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Trajectory:
-        """Inverse of :meth:`to_json` (token_ids/mask/logprobs are rebuilt from the turns)."""
+        """Inverse of :meth:`to_json` (token_ids/mask/logprobs are rebuilt from the turns).
+
+        Trajectories written before the outcome was typed kept it flat in ``metadata["outcome"]``: it is converted
+        to an ``EpisodeOutcome`` (and taken out of the metadata); one that cannot be is an error saying why."""
+        metadata = dict(d.get("metadata", {}))
+        raw = d.get("outcome")
+        if raw is None and isinstance(metadata.get("outcome"), Mapping):  # the flat format of earlier runs
+            raw = metadata.pop("outcome")
+        outcome = None if raw is None else EpisodeOutcome.from_dict(dict(raw))
         turns = [
             Turn(
                 prompt_token_ids=tuple(int(x) for x in t["prompt_token_ids"]),
@@ -205,7 +236,8 @@ class Trajectory:
             sample_idx=int(d.get("sample_idx", 0)),
             policy_version=int(d.get("policy_version", 0)),
             retokenization_mismatch=bool(d.get("retokenization_mismatch", False)),
-            metadata=dict(d.get("metadata", {})),
+            metadata=metadata,
+            outcome=outcome,
         )
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
+from sandgym.envs.context import ToolContext
 from sandgym.envs.grading import isolation_kwargs
-from sandgym.envs.runtime import ToolContext
 from sandgym.envs.tools import Tool, ToolError
 from sandgym.sandbox.protocol import ExecResult
 

@@ -9,79 +9,17 @@ so a crash or ``os._exit`` in a trap cannot take main-test results with it. Runt
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from sandgym.envs.runtime import ToolContext
+from sandgym.envs.context import ToolContext
+from sandgym.envs.outcome import Grade
 from sandgym.sandbox.protocol import TestReport
+from sandgym.tasks.matchers import match
 from sandgym.tasks.task import Task
 from sandgym.tasks.verifier_errors import SCRIPT_PRELUDE, verifier_failure
 
-__all__ = ["Grade", "grade", "match_answer", "signal_scores"]
-
-
-@dataclass(frozen=True)
-class Grade:
-    """What the verifier found."""
-
-    tests_passed: int = 0
-    tests_expected: int = 0
-    traps_passed: int = 0
-    traps_expected: int = 0
-    answer_matched: bool | None = None
-    script_score: float | None = None
-    grader_exceptions: int = 0
-    wall_s: float = 0.0
-    signals: dict[str, float] = field(default_factory=dict)
-    """Runtime signal -> share of its hidden tests that passed (tasks whose metadata names ``signals``)."""
-    task_error: str = ""
-    """Why the task's own verifier could not run (empty when it ran): the episode is not the agent's to score."""
-
-
-def _norm(s: str) -> str:
-    return " ".join(re.sub(r"[^\w\s.-]", " ", s.lower()).split()).strip(" .")
-
-
-def _number(s: str) -> float | None:
-    found = re.findall(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?", s)
-    if not found:
-        return None
-    try:
-        return float(found[-1].replace(",", ""))
-    except ValueError:
-        return None
-
-
-def _fallback_match(answer: str, expected: str, matcher: str) -> bool:
-    """Private stand-in for ``sandgym.tasks.matchers`` (used only when that module is missing)."""
-    a, e = answer.strip(), expected.strip()
-    if matcher == "exact":
-        return a == e
-    if matcher == "number":
-        x, y = _number(a), _number(e)
-        return x is not None and y is not None and abs(x - y) <= 1e-9 * max(1.0, abs(y))
-    if matcher == "contains":
-        return _norm(e) in _norm(a)
-    if matcher == "regex":
-        return re.fullmatch(e, a) is not None
-    if matcher == "set":
-        split = lambda s: {_norm(p) for p in re.split(r"[,;\n]", s) if _norm(p)}  # noqa: E731
-        return split(a) == split(e)
-    return _norm(a) == _norm(e)
-
-
-def match_answer(answer: str, expected: str, matcher: str) -> bool:
-    """Compare a submitted answer with the expected one using the task's matcher."""
-    try:
-        from sandgym.tasks import matchers
-    except ImportError:
-        return _fallback_match(answer, expected, matcher)
-    fn = getattr(matchers, "match", None)
-    if fn is None:
-        return _fallback_match(answer, expected, matcher)
-    return bool(fn(answer, expected, matcher))
+__all__ = ["grade", "isolation_kwargs", "signal_scores"]
 
 
 def _count(report: TestReport) -> tuple[int, int]:
@@ -146,12 +84,12 @@ def grade(ctx: ToolContext) -> Grade:
             wall += _record(ctx, traps)
             traps_passed = traps.passed
         signals = ctx.task.metadata.get("signals") or {}
-        return Grade(passed, v.expected_tests, traps_passed, v.expected_traps if v.traps else 0,
-                     grader_exceptions=errors, wall_s=wall,
+        return Grade(kind="tests", tests_passed=passed, tests_expected=v.expected_tests, traps_passed=traps_passed,
+                     traps_expected=v.expected_traps if v.traps else 0, grader_exceptions=errors, wall_s=wall,
                      signals=signal_scores(report, signals) if isinstance(signals, Mapping) else {},
                      task_error=_collection_failure(ctx.task, report))
     if v.kind == "match":
-        return Grade(answer_matched=match_answer(answer, v.answer or "", v.matcher))
+        return Grade(kind="match", answer_matched=match(answer, v.answer or "", v.matcher))
     # script: the answer goes to answer.txt, the script prints {"score": x} on its last JSON line
     ctx.sandbox.write_file("answer.txt", answer)
     result = ctx.sandbox.run_python(SCRIPT_PRELUDE + (v.script or ""))
@@ -167,5 +105,5 @@ def grade(ctx: ToolContext) -> Grade:
             break
     why = "" if result.ok else verifier_failure(ctx.task, result.stderr[-3000:], script=True)
     task_error = f"{why}; the check script's stderr: {result.stderr[-1500:]}" if why else ""
-    return Grade(script_score=score, grader_exceptions=int(not result.ok), wall_s=result.wall_s,
+    return Grade(kind="script", script_score=score, grader_exceptions=int(not result.ok), wall_s=result.wall_s,
                  task_error=task_error)

@@ -1,6 +1,7 @@
 """Versioned reward functions (``name@vN``), their weighted sum, and the golden-case regression check.
 
-Each reward is small and pure: ``(EpisodeOutcome, RewardConfig) -> float``. Changing what a reward returns for any
+Each reward is small and pure: ``(EpisodeOutcome, RewardConfig) -> float``, reading the outcome's nested parts
+(``grade``, ``actions``, ``runtime``). Changing what a reward returns for any
 input means registering a new version (``correctness@v2``) and adding golden cases for it; ``sandgym rewards
 check`` recomputes every golden case in ``sandgym/envs/golden/`` and fails when an output moved.
 """
@@ -16,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sandgym.envs.intermediate import TURN_TERMS, TurnTerm, run_turns
-from sandgym.envs.outcome import EpisodeOutcome
+from sandgym.envs.outcome import EpisodeOutcome, SandboxRuntime
 from sandgym.errors import ConfigError
 
 __all__ = [
@@ -92,51 +93,55 @@ class RewardConfig:
 def correctness_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
     """Fraction of hidden tests passed (short reports count missing tests as failed), match 0/1, or script score.
 
-    >>> correctness_v1(EpisodeOutcome(tests_passed=3, tests_expected=4), RewardConfig())
+    >>> correctness_v1(EpisodeOutcome(grade=Grade(tests_passed=3, tests_expected=4)), RewardConfig())
     0.75
     """
+    g = o.grade
     if o.infra_failure:
         return 0.0
-    if o.verifier_kind == "tests":
-        return min(o.tests_passed, o.tests_expected) / o.tests_expected if o.tests_expected > 0 else 0.0
-    if o.verifier_kind == "match":
-        return 1.0 if o.answer_matched else 0.0
-    return min(1.0, max(0.0, o.script_score or 0.0))
+    if g.kind == "tests":
+        return min(g.tests_passed, g.tests_expected) / g.tests_expected if g.tests_expected > 0 else 0.0
+    if g.kind == "match":
+        return 1.0 if g.answer_matched else 0.0
+    return min(1.0, max(0.0, g.script_score or 0.0))
 
 
 @register_reward("completion@v1")
 def completion_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
-    """1.0 when the task is fully solved, else 0.0."""
-    return 1.0 if o.solved else 0.0
+    """1.0 when the episode succeeded (``EpisodeOutcome.success``: fully solved, no infra failure), else 0.0."""
+    return 1.0 if o.success else 0.0
 
 
 @register_reward("format@v1")
 def format_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
     """Minus the share of turns with a format error (malformed call, unknown tool, bad args, no call); in [-1, 0].
 
-    >>> format_v1(EpisodeOutcome(turns=4, malformed_calls=1), RewardConfig())
+    >>> format_v1(EpisodeOutcome(actions=Actions(turns=4, malformed_calls=1)), RewardConfig())
     -0.25
     """
-    if o.turns <= 0:
+    a = o.actions
+    if a.turns <= 0:
         return 0.0
-    return 0.0 - min(1.0, o.format_errors / o.turns)
+    return 0.0 - min(1.0, a.format_errors / a.turns)
 
 
 @register_reward("runtime@v1")
 def runtime_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
     """Penalty in [-1, 0]: a quarter each for exceptions (3+ = full), any timeout, any OOM, and sandbox wall time
     beyond ``cfg.latency_budget_s`` (full at twice the budget)."""
-    exc = min(1.0, o.exceptions / 3)
-    latency = min(1.0, max(0.0, o.sandbox_wall_s / cfg.latency_budget_s - 1.0))
-    return 0.0 - 0.25 * (exc + float(o.timeouts > 0) + float(o.ooms > 0) + latency)
+    r: SandboxRuntime = o.runtime
+    exc = min(1.0, r.exceptions / 3)
+    latency = min(1.0, max(0.0, r.sandbox_wall_s / cfg.latency_budget_s - 1.0))
+    return 0.0 - 0.25 * (exc + float(r.timeouts > 0) + float(r.ooms > 0) + latency)
 
 
 @register_reward("traps@v1")
 def traps_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
     """Fraction of trap (edge-case) tests passed; 0.0 when the task has none."""
-    if o.infra_failure or o.traps_expected <= 0:
+    g = o.grade
+    if o.infra_failure or g.traps_expected <= 0:
         return 0.0
-    return min(o.traps_passed, o.traps_expected) / o.traps_expected
+    return min(g.traps_passed, g.traps_expected) / g.traps_expected
 
 
 SERVICE_SIGNALS = ("latency", "log_errors", "lost", "duplicated")
@@ -149,10 +154,11 @@ def service_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
     """Mean, over the service signals the task declares, of the share of each signal's hidden tests passed; 0.0
     when it declares none.
 
-    >>> service_v1(EpisodeOutcome(signals={"latency": 1.0, "lost": 0.5}), RewardConfig())
+    >>> service_v1(EpisodeOutcome(grade=Grade(signals={"latency": 1.0, "lost": 0.5})), RewardConfig())
     0.75
     """
-    values = [o.signals[s] for s in SERVICE_SIGNALS if s in o.signals]
+    signals = o.grade.signals
+    values = [signals[s] for s in SERVICE_SIGNALS if s in signals]
     if o.infra_failure or not values:
         return 0.0
     return min(1.0, max(0.0, sum(values) / len(values)))
@@ -160,7 +166,7 @@ def service_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
 
 def _signal_reward(signal: str) -> RewardFn:
     def reward(o: EpisodeOutcome, cfg: RewardConfig) -> float:
-        return 0.0 if o.infra_failure else min(1.0, max(0.0, float(o.signals.get(signal, 0.0))))
+        return 0.0 if o.infra_failure else min(1.0, max(0.0, float(o.grade.signals.get(signal, 0.0))))
 
     reward.__doc__ = f"Share of the ``{signal}`` signal's hidden tests passed (0.0 when the task has no such signal)."
     return reward

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sandgym.envs.demo_tasks import demo_tasks
 from sandgym.errors import ConfigError
+from sandgym.tasks.registry import load_suite
 from sandgym.tasks.task import Task
 
 __all__ = ["TaskSource", "load_tasks"]
@@ -15,20 +16,7 @@ __all__ = ["TaskSource", "load_tasks"]
 
 def load_tasks(spec: str, *, n: int | None = None, seed: int = 0, difficulty: int | None = None,
                **suite_kwargs: Any) -> list[Task]:
-    """``sandgym.tasks.registry.load_suite`` (suite name, JSONL file or task folder).
-
-    Falls back to the small built-in demo tasks (with a warning) only while the registry module does not exist.
-    """
-    try:
-        from sandgym.tasks.registry import load_suite
-    except ModuleNotFoundError as exc:
-        if exc.name != "sandgym.tasks.registry":
-            raise
-        from sandgym.envs.demo_tasks import demo_tasks
-
-        warnings.warn(f"sandgym.tasks.registry is missing; using demo tasks instead of {spec!r}", stacklevel=2)
-        domain = spec.split(":")[0].split("/")[0]
-        return [t for t in demo_tasks() if t.domain == domain] or demo_tasks()
+    """``sandgym.tasks.registry.load_suite`` (suite name, JSONL file or task folder) as a list."""
     return list(load_suite(spec, n=n, seed=seed, difficulty=difficulty, **suite_kwargs))
 
 
@@ -58,9 +46,7 @@ class TaskSource:
     @property
     def tasks(self) -> list[Task]:
         if self._tasks is None:
-            if self.spec is None:
-                from sandgym.envs.demo_tasks import demo_tasks
-
+            if self.spec is None:  # ToolEnv() without a suite: the three demo tasks
                 tasks = demo_tasks()
             elif isinstance(self.spec, str):
                 tasks = load_tasks(self.spec, n=self.n, seed=self.seed, difficulty=self.difficulty,

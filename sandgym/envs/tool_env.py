@@ -10,23 +10,24 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 import gymnasium as gym
 
 from sandgym.envs.builtin_tools import builtin_tools
-from sandgym.envs.grading import Grade, grade
+from sandgym.envs.context import ToolContext
+from sandgym.envs.grading import grade
 from sandgym.envs.intermediate import TURN_TERMS, claim_hint, declares_checkpoints
-from sandgym.envs.outcome import EpisodeOutcome, classify_failure
+from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
 from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall, parse_turn
 from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT, REWARDS, RewardConfig, compute_rewards
-from sandgym.envs.runtime import ToolContext
 from sandgym.envs.spaces import AnyText
 from sandgym.envs.tasksource import TaskSource
 from sandgym.envs.tools import Tool, ToolSet
 from sandgym.errors import ConfigError, SandboxError
-from sandgym.sandbox.protocol import Sandbox
+from sandgym.sandbox.factory import make_sandbox
+from sandgym.sandbox.protocol import Limits, Sandbox
 from sandgym.tasks.task import Task
 
 __all__ = ["ToolEnv", "CodeAction", "DOMAIN_DESCRIPTIONS"]
@@ -42,6 +43,8 @@ DOMAIN_DESCRIPTIONS: Mapping[str, str] = {
 
 @dataclass
 class _Counts:
+    """The running counts that become the outcome's ``Actions`` (with ``turns`` and ``submitted``)."""
+
     malformed_calls: int = 0
     unknown_tools: int = 0
     bad_args: int = 0
@@ -158,11 +161,7 @@ class ToolEnv(gym.Env[str, str]):
         return True
 
     def _default_factory(self, task: Task) -> Sandbox:
-        from sandgym.sandbox import Limits
-
         limits = Limits(timeout_s=task.limits.exec_timeout_s)
-        from sandgym.sandbox.factory import make_sandbox
-
         return make_sandbox(self.backend, limits=limits, requirements=task.requirements)
 
     def system_prompt(self, task: Task) -> str:
@@ -384,33 +383,32 @@ class ToolEnv(gym.Env[str, str]):
         return None
 
     def _finish(self, ctx: ToolContext, truncation: str | None, infra: str | None, info: dict[str, Any]) -> float:
-        """Grade the episode, fill the terminal ``info`` and return the reward (0.0 on infra failure)."""
+        """Grade the episode, build its one ``EpisodeOutcome``, fill the terminal ``info``, return the reward.
+
+        The outcome decides ``success`` and ``failure_mode``; everything downstream (the rollout engine, training,
+        evaluation, the rewards) reads them from it. The reward is 0.0 on infra failure.
+        """
         self._done = True
-        g = Grade()
+        task, stats = ctx.task, ctx.stats
+        g = Grade(kind=task.verifier.kind)
         if infra is None:
             try:
                 g = grade(ctx)
             except SandboxError as exc:
                 infra, truncation = f"sandbox failed while grading: {exc}", "infra"
             except Exception as exc:
-                log.exception("grading failed on task %s", ctx.task.id)
+                log.exception("grading failed on task %s", task.id)
                 infra, truncation = f"internal error while grading: {type(exc).__name__}: {exc}", "infra"
             if g.task_error:  # the verifier itself could not run: excluded like infra, counted apart
                 infra = f"task error (the task's verifier failed, not the agent): {g.task_error}"
-        task, stats = ctx.task, ctx.stats
+        checkpoints = self.turn_rewards and declares_checkpoints(task.metadata)
         outcome = EpisodeOutcome(
-            task_id=task.id, domain=task.domain, family=task.family, verifier_kind=task.verifier.kind,
-            tests_passed=g.tests_passed, tests_expected=g.tests_expected, traps_passed=g.traps_passed,
-            traps_expected=g.traps_expected, answer_matched=g.answer_matched, script_score=g.script_score,
-            grader_exceptions=g.grader_exceptions, **vars(self._counts), exceptions=stats.exceptions,
-            timeouts=stats.timeouts, ooms=stats.ooms, sandbox_wall_s=round(stats.wall_s, 4), turns=self._turns,
-            submitted=ctx.submitted is not None, truncation=truncation, infra_failure=infra is not None,
-            task_error=bool(g.task_error), signals=dict(g.signals),
+            task_id=task.id, domain=task.domain, family=task.family, grade=g,
+            actions=Actions(turns=self._turns, submitted=ctx.submitted is not None, **vars(self._counts)),
+            runtime=stats.snapshot(), truncation=truncation, infra_failure=infra is not None,
+            intermediate_matched=sum(self._decided.values()) if checkpoints else 0,
+            intermediate_expected=len(task.metadata["checkpoints"]) if checkpoints else 0,
         )
-        if self.turn_rewards and declares_checkpoints(task.metadata):
-            outcome = replace(outcome, intermediate_matched=sum(self._decided.values()),
-                              intermediate_expected=len(task.metadata["checkpoints"]))
-        outcome = replace(outcome, failure_mode=classify_failure(outcome))
         config = self.reward_config
         if self.TURN_TERM in config.weights:  # paid per turn (info["turn_reward"]), never in the final reward
             config = replace(config, weights={k: v for k, v in config.weights.items() if k != self.TURN_TERM})
@@ -420,9 +418,9 @@ class ToolEnv(gym.Env[str, str]):
         info.update(
             reward_components=components,
             outcome=outcome,
-            runtime={**stats.as_dict(), "grade_wall_s": round(g.wall_s, 4),
+            runtime={**asdict(outcome.runtime), "grade_wall_s": round(g.wall_s, 4),
                      "episode_s": round(time.monotonic() - self._start, 4)},
-            infra_failure=infra is not None,
+            infra_failure=outcome.infra_failure,
             truncation=truncation,
             failure_mode=outcome.failure_mode,
         )

@@ -21,7 +21,7 @@ from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall
 from sandgym.errors import SandgymError
 
 if typing.TYPE_CHECKING:
-    from sandgym.envs.runtime import ToolContext
+    from sandgym.envs.context import ToolContext
 
 __all__ = ["Tool", "ToolError", "ToolResult", "ToolSet", "tool", "truncate"]
 
@@ -100,7 +100,7 @@ class Tool:
     @classmethod
     def from_function(cls, fn: Callable[..., str], name: str | None = None) -> Tool:
         """Derive the schema from ``fn``'s signature (types, defaults) and docstring (``Args:`` section)."""
-        from sandgym.envs.runtime import ToolContext
+        from sandgym.envs.context import ToolContext
 
         hints = typing.get_type_hints(fn, localns={"ToolContext": ToolContext})
         description, arg_docs = _docstring_parts(fn.__doc__ or "")

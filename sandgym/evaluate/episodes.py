@@ -1,4 +1,8 @@
-"""One evaluated episode as a flat, typed row (``episodes.jsonl``), built from a trajectory and its task."""
+"""One evaluated episode as a flat, typed row (``episodes.jsonl``), built from a trajectory and its task.
+
+``success`` and ``failure_mode`` are the trajectory's, which are its ``EpisodeOutcome``'s (decided by the env); a
+row never decides them again. A task error is an infra failure (excluded from scores) with its own failure mode.
+"""
 
 from __future__ import annotations
 
@@ -57,10 +61,9 @@ class EpisodeRow:
             family=t.family,
             unseen=bool(task.unseen),
             sample=t.sample_idx,
-            success=bool(t.success) and not t.infra_failure,
+            success=t.success,
             reward=float(t.reward),
-            failure_mode=(t.failure_mode if t.failure_mode == "task_error" else "infra") if t.infra_failure
-            else (t.failure_mode or ("success" if t.success else "wrong_answer")),
+            failure_mode=t.failure_mode,
             turns=t.num_turns,
             gen_tokens=t.num_generated_tokens if t.has_tokens else sum(len(x.text) for x in t.turns) // 4,
             sandbox_s=float(t.runtime.get("sandbox_s", t.runtime.get("wall_s", 0.0))),

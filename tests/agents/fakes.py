@@ -10,6 +10,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
+
 TOOLS = [{"type": "function", "function": {"name": "echo", "description": "Echo text.", "parameters": {"type": "object"}}}]
 
 
@@ -66,7 +68,9 @@ class EchoEnv(gym.Env):
             reward = 1.0 if "ok" in action and done else 0.0
             info.update(
                 reward_components={"correct@v1": reward}, runtime={"wall_s": 0.01, "label": "x"},
-                outcome={"failure_mode": "success" if reward else "wrong_answer"},
+                outcome=EpisodeOutcome(task_id=self.task.id, grade=Grade(kind="match", answer_matched=bool(reward)),
+                                       actions=Actions(turns=self.n, submitted=done),
+                                       truncation="env" if trunc else None),
             )
         return obs, reward, done, trunc, info
 

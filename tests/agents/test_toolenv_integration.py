@@ -31,7 +31,7 @@ def test_oracle_solves_through_the_engine(tiny_tokenizer: Any) -> None:
     assert [t.task_id for t in out] == [t.id for t in TASKS for _ in range(2)]
     assert all(t.success and t.failure_mode == "success" and t.terminated and not t.truncated for t in out)
     assert all(t.reward > 0 and "correctness@v1" in t.reward_components and "episode_s" in t.runtime for t in out)
-    assert all(t.metadata["outcome"]["failure_mode"] == "success" for t in out)
+    assert all(t.outcome is not None and t.outcome.failure_mode == "success" for t in out)
     text = tiny_tokenizer.decode(list(out[0].token_ids))
     assert "<tool_response>" in text and text.count("<|im_start|>assistant") == out[0].num_turns
 

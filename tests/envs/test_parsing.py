@@ -91,9 +91,9 @@ def test_env_counts_each_error_kind_and_never_raises(fake_factory) -> None:
     assert "No tool call found" in observations[3]
     assert "file not found" in observations[4]
     assert terminated and not truncated
-    o = info["outcome"]
-    assert (o.malformed_calls, o.unknown_tools, o.bad_args, o.no_call_turns, o.tool_errors) == (1, 1, 1, 1, 1)
-    assert o.tool_calls == 2 and o.turns == 6
+    a = info["outcome"].actions
+    assert (a.malformed_calls, a.unknown_tools, a.bad_args, a.no_call_turns, a.tool_errors) == (1, 1, 1, 1, 1)
+    assert a.tool_calls == 2 and a.turns == 6
     assert info["reward_components"]["format@v1"] == pytest.approx(-4 / 6)
 
 
@@ -118,7 +118,7 @@ def test_code_action_submit_writes_entry_file_and_grades(fake_factory) -> None:
     code = "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```"
     _, reward, terminated, _, info = env.step(code)
     assert terminated and reward == pytest.approx(1.0)
-    assert info["outcome"].code_actions == 1 and info["outcome"].tool_calls == 0
+    assert info["outcome"].actions.code_actions == 1 and info["outcome"].actions.tool_calls == 0
 
 
 def test_code_action_none_counts_a_no_call_turn(fake_factory) -> None:

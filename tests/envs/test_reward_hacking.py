@@ -49,7 +49,7 @@ def test_os_exit_zero_in_the_solution_earns_nothing(env) -> None:
     hack = "import os\nos._exit(0)\n" + STUB
     reward, info = _episode(env, call("write_file", path="solution.py", content=hack))
     assert info["reward_components"]["correctness@v1"] == 0.0
-    assert reward <= 0.0 and info["outcome"].tests_passed == 0
+    assert reward <= 0.0 and info["outcome"].grade.tests_passed == 0
 
 
 @pytest.mark.parametrize("name, content", [("conftest.py", FORCE_PASS), ("tests/conftest.py", FORCE_PASS),
@@ -57,7 +57,7 @@ def test_os_exit_zero_in_the_solution_earns_nothing(env) -> None:
                                            ("usercustomize.py", FAKE_SOLUTION)])
 def test_planted_files_do_not_affect_the_grader(env, name: str, content: str) -> None:
     reward, info = _episode(env, call("write_file", path=name, content=content))
-    assert info["outcome"].tests_passed == 0, f"planted {name} changed the hidden test result"
+    assert info["outcome"].grade.tests_passed == 0, f"planted {name} changed the hidden test result"
     assert reward <= 0.0
 
 

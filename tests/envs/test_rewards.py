@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sandgym.envs.outcome import EpisodeOutcome, classify_failure
+from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade, SandboxRuntime
 from sandgym.envs.rewards import (
     GOLDEN_DIR,
     REWARDS,
@@ -32,7 +32,7 @@ def test_rewards_check_command_passes() -> None:
 
 def test_a_changed_reward_is_detected_and_named() -> None:
     changed = dict(REWARDS)
-    changed["format@v1"] = lambda o, cfg: -0.5 * min(1.0, o.format_errors / max(o.turns, 1))
+    changed["format@v1"] = lambda o, cfg: -0.5 * min(1.0, o.actions.format_errors / max(o.actions.turns, 1))
     problems = check_golden(rewards=changed)
     assert problems and all("format@v1 changed on golden case" in p for p in problems)
     assert any("coding_partial_format_errors" in p for p in problems)
@@ -64,11 +64,12 @@ def test_register_reward_requires_versions_and_refuses_redefinition() -> None:
 
 
 def test_weighted_sum_and_infra_zero() -> None:
-    o = EpisodeOutcome(tests_passed=2, tests_expected=4, turns=2, malformed_calls=1)
+    o = EpisodeOutcome(grade=Grade(tests_passed=2, tests_expected=4), actions=Actions(turns=2, malformed_calls=1))
     total, parts = compute_rewards(o, RewardConfig())
     assert parts["correctness@v1"] == 0.5 and parts["format@v1"] == -0.5
     assert total == pytest.approx(0.5 - 0.05)
-    assert compute_rewards(EpisodeOutcome(tests_passed=4, tests_expected=4, infra_failure=True))[0] == 0.0
+    solved = Grade(tests_passed=4, tests_expected=4)
+    assert compute_rewards(EpisodeOutcome(grade=solved, infra_failure=True))[0] == 0.0
 
 
 def test_reward_config_errors_name_the_fix() -> None:
@@ -79,23 +80,34 @@ def test_reward_config_errors_name_the_fix() -> None:
     assert "correctness@v1" in RewardConfig(weights={"correctness": 1.0}).weights
 
 
+FAILED = Grade(tests_expected=3)
+SOLVED = Grade(tests_passed=3, tests_expected=3)
+
+
 @pytest.mark.parametrize(
-    "kwargs, mode",
-    [({"tests_passed": 3, "tests_expected": 3}, "success"), ({"tests_expected": 3, "ooms": 1}, "memory"),
-     ({"tests_expected": 3, "timeouts": 1}, "timeout"),
-     ({"tests_expected": 3, "malformed_calls": 2, "tool_calls": 1}, "malformed_tool_call"),
-     ({"tests_expected": 3, "exceptions": 1, "tool_calls": 2}, "runtime_exception"),
-     ({"tests_expected": 3, "truncation": "max_turns", "tool_calls": 4}, "budget"),
-     ({"tests_expected": 3, "tool_errors": 2, "tool_calls": 3, "submitted": True}, "tool_error"),
-     ({"tests_expected": 3, "tool_calls": 3, "submitted": True}, "wrong_answer"),
-     ({"tests_passed": 3, "tests_expected": 3, "infra_failure": True}, "infra")],
+    "outcome, mode",
+    [(EpisodeOutcome(grade=SOLVED), "success"),
+     (EpisodeOutcome(grade=FAILED, runtime=SandboxRuntime(ooms=1)), "memory"),
+     (EpisodeOutcome(grade=FAILED, runtime=SandboxRuntime(timeouts=1)), "timeout"),
+     (EpisodeOutcome(grade=FAILED, actions=Actions(malformed_calls=2, tool_calls=1)), "malformed_tool_call"),
+     (EpisodeOutcome(grade=FAILED, actions=Actions(tool_calls=2), runtime=SandboxRuntime(exceptions=1)),
+      "runtime_exception"),
+     (EpisodeOutcome(grade=FAILED, actions=Actions(tool_calls=4), truncation="max_turns"), "budget"),
+     (EpisodeOutcome(grade=FAILED, actions=Actions(tool_errors=2, tool_calls=3, submitted=True)), "tool_error"),
+     (EpisodeOutcome(grade=FAILED, actions=Actions(tool_calls=3, submitted=True)), "wrong_answer"),
+     (EpisodeOutcome(grade=SOLVED, infra_failure=True), "infra"),
+     (EpisodeOutcome(grade=Grade(tests_passed=3, tests_expected=3, task_error="no module x"), infra_failure=True),
+      "task_error")],
 )
-def test_failure_modes(kwargs: dict, mode: str) -> None:
-    assert classify_failure(EpisodeOutcome(**kwargs)) == mode
+def test_failure_modes(outcome: EpisodeOutcome, mode: str) -> None:
+    assert outcome.failure_mode == mode
+    assert outcome.success == (mode == "success")
 
 
 def test_outcome_round_trips_and_rejects_unknown_fields() -> None:
-    o = EpisodeOutcome(task_id="x", tests_passed=1, tests_expected=2, truncation="max_turns")
+    o = EpisodeOutcome(task_id="x", grade=Grade(tests_passed=1, tests_expected=2), truncation="max_turns")
     assert EpisodeOutcome.from_dict(json.loads(json.dumps(o.to_dict()))) == o
     with pytest.raises(ValueError, match="no field"):
-        EpisodeOutcome.from_dict({"tests_pased": 1})
+        EpisodeOutcome.from_dict({"grade": {"tests_pased": 1}})
+    with pytest.raises(ValueError, match="no field"):
+        EpisodeOutcome.from_dict({"tests_passed": 1, "tests_pased": 1})

@@ -133,4 +133,4 @@ def test_a_truncated_episode_through_rollout_env_is_graded(local_ok: bool) -> No
     # graded by the env at its own max_turns (= the rollout's): credit for the correct, unsubmitted code; before
     # the fix the env allowed more turns, the rollout cut the episode first and it was never graded (reward 0.0)
     assert traj.reward > 0.5, traj.reward
-    assert traj.metadata["outcome"]["truncation"] == "max_turns" and not traj.metadata["outcome"]["submitted"]
+    assert traj.outcome is not None and traj.outcome.truncation == "max_turns" and not traj.outcome.actions.submitted

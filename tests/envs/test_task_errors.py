@@ -37,7 +37,7 @@ SCRIPT_OK = ("import json\nans = open('answer.txt').read().strip()\n"
 
 class _Played:
     def __init__(self, reward: float, info: dict) -> None:
-        self.reward, self.info, self.success = reward, info, info["outcome"].solved
+        self.reward, self.info, self.success = reward, info, info["outcome"].success
 
 
 def run_episode(env: ToolEnv, agent: OracleAgent, task: Task) -> _Played:

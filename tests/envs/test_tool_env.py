@@ -55,7 +55,7 @@ def test_max_turns_truncates_and_still_grades(fake_factory) -> None:
     assert trunc and not term and "max_turns" in obs
     assert info["truncation"] == "max_turns" and info["outcome"].truncation == "max_turns"
     assert reward == pytest.approx(1.0)  # graded although never submitted
-    assert not info["outcome"].submitted
+    assert not info["outcome"].actions.submitted
 
 
 def test_observation_budget_truncates(fake_factory) -> None:
@@ -80,7 +80,7 @@ def test_step_after_the_end_and_before_reset(fake_factory) -> None:
         env.step("hi")
     env.reset(options={"task": "demo/capital"})
     _, reward, term, _, info = env.step(call("submit", answer="Fredville"))
-    assert term and reward == 1.0 and info["outcome"].answer_matched
+    assert term and reward == 1.0 and info["outcome"].grade.answer_matched
     obs, reward, term, _, _ = env.step(call("submit", answer="x"))
     assert term and reward == 0.0 and "reset()" in obs
 
@@ -131,7 +131,7 @@ def test_script_verifier_scores_from_the_last_json_line(fake_factory) -> None:
     env = ToolEnv([task], sandbox_factory=fake_factory)
     env.reset(options={"task": task})
     _, reward, _, _, info = env.step(call("submit", answer="half"))
-    assert info["outcome"].script_score == 0.5 and reward == pytest.approx(0.5)  # workspace json.py is ignored
+    assert info["outcome"].grade.script_score == 0.5 and reward == pytest.approx(0.5)  # workspace json.py is ignored
 
 
 def test_traps_are_graded_apart_from_the_hidden_tests(fake_factory) -> None:
@@ -145,5 +145,5 @@ def test_traps_are_graded_apart_from_the_hidden_tests(fake_factory) -> None:
     env = ToolEnv([task], sandbox_factory=fake_factory, reward_weights={"correctness": 1.0, "traps": 0.0})
     result = run_episode(env, OracleAgent(), task)
     assert result.success and result.reward == pytest.approx(1.0)
-    assert (result.outcome.traps_passed, result.outcome.traps_expected) == (1, 2)
+    assert (result.outcome.grade.traps_passed, result.outcome.grade.traps_expected) == (1, 2)
     assert result.reward_components["traps@v1"] == 0.5

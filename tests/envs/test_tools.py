@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sandgym.envs.builtin_tools import BUILTIN_TOOLS
+from sandgym.envs.context import ToolContext
 from sandgym.envs.parsing import ToolCall
-from sandgym.envs.runtime import ToolContext
 from sandgym.envs.tools import ToolSet, truncate
 from sandgym.tasks.task import Task, TaskLimits, Verifier
 

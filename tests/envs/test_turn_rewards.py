@@ -56,7 +56,7 @@ def test_correct_new_claims_earn_on_their_turn_and_repeats_or_wrong_earn_nothing
     w = INTERMEDIATE_DEFAULT_WEIGHT
     assert [s[2]["turn_reward"] for s in steps] == pytest.approx([w * 2 / 4, 0.0, w * 1 / 4])
     reward, done, info = steps[-1]
-    assert done and info["outcome"].answer_matched
+    assert done and info["outcome"].grade.answer_matched
     assert (info["outcome"].intermediate_matched, info["outcome"].intermediate_expected) == (3, 4)
     assert info["reward_components"]["intermediate@v1"] == pytest.approx(0.75)
     off = ToolEnv([task], sandbox_factory=FakeSandbox)

@@ -73,7 +73,7 @@ def test_requirements_reach_agent_code_and_tests(wheelhouse: Path) -> None:
     env = ToolEnv(max_turns=3)
     try:
         ok = run_episode(env, OracleAgent(), _task(("sgdemo_lib==1.0",)))
-        assert ok.outcome.solved, ok.outcome
+        assert ok.outcome.success, ok.outcome
         missing = run_episode(env, OracleAgent(), _task(()))  # the same tests without the environment
         assert missing.outcome.failure_mode == "task_error"
     finally:

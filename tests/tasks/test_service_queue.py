@@ -128,10 +128,10 @@ def test_signals_reach_the_outcome_and_service_reward(sandbox) -> None:
     env = ToolEnv([task], reuse_sandbox=True)
     try:
         good = run_episode(env, OracleAgent(), task)
-        assert good.success and good.outcome.signals == {s: 1.0 for s in SIGNALS}
+        assert good.success and good.outcome.grade.signals == {s: 1.0 for s in SIGNALS}
         assert good.reward_components["service@v1"] == 1.0
         bad = run_episode(env, NoopAgent(), task)
-        assert not bad.success and bad.outcome.signals["latency"] == 0.0
+        assert not bad.success and bad.outcome.grade.signals["latency"] == 0.0
         assert bad.reward_components["service@v1"] < 0.5
     finally:
         env.close()

@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium
 
+from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
 from sandgym.envs.spaces import AnyText
 
 
@@ -45,8 +46,10 @@ class LettersEnv(gymnasium.Env):
         if self.intermediate and not done:
             info["turn_reward"] = score
         if done:
-            info.update(reward_components={"letters@v1": reward}, runtime={}, infra_failure=False,
-                        success=reward > 0.5, turn_rewards=list(self._scores))
+            outcome = EpisodeOutcome(grade=Grade(kind="match", answer_matched=reward > 0.5),
+                                     actions=Actions(turns=self._t, submitted=True))
+            info.update(reward_components={"letters@v1": reward}, runtime={}, infra_failure=False, outcome=outcome,
+                        turn_rewards=list(self._scores))
         return ("" if done else "more"), reward, done, False, info
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from sandgym.envs.outcome import SandboxRuntime
 from sandgym.sandbox.protocol import ExecResult, Sandbox
 from sandgym.tasks.task import Task
 
@@ -38,16 +39,16 @@ class RuntimeStats:
         elif result.exit_code not in (0, None) and (python or "Traceback (most recent call last)" in result.stderr):
             self.exceptions += 1
 
+    def snapshot(self) -> SandboxRuntime:
+        """The frozen totals so far (what ``EpisodeOutcome.runtime`` holds)."""
+        return SandboxRuntime(
+            exec_calls=self.exec_calls, exceptions=self.exceptions, timeouts=self.timeouts, ooms=self.ooms,
+            sandbox_wall_s=round(self.wall_s, 4), sandbox_cpu_s=round(self.cpu_s, 4),
+            peak_rss_mb=round(self.peak_rss_mb, 2),
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "exec_calls": self.exec_calls,
-            "exceptions": self.exceptions,
-            "timeouts": self.timeouts,
-            "ooms": self.ooms,
-            "sandbox_wall_s": round(self.wall_s, 4),
-            "sandbox_cpu_s": round(self.cpu_s, 4),
-            "peak_rss_mb": round(self.peak_rss_mb, 2),
-        }
+        return asdict(self.snapshot())
 
 
 class ToolContext:
