@@ -105,9 +105,12 @@ def check_override_keys(cls: type, overrides: Sequence[str]) -> None:
                 node = sub
 
 
-def load_dataclass(cls: type[T], path: str | Path | None, overrides: Sequence[str] = ()) -> T:
+def load_dataclass(cls: type[T], path: str | Path | None, overrides: Sequence[str] = (),
+                   labels: Mapping[str, str] | None = None) -> T:
     """TOML file (optional) + ``--set`` overrides -> ``cls``; each error names where the bad value came from
-    (the file, or the ``--set`` item)."""
+    (the file, or the ``--set`` item; ``labels`` maps an override item to another name for it, e.g. the flag
+    ``--temperature 0`` it was made from)."""
+    labels = labels or {}
     check_override_keys(cls, overrides)
     data = load_toml(path) if path is not None else {}
     override_keys = {".".join(parse_override(item)[0]): item for item in overrides}
@@ -118,7 +121,7 @@ def load_dataclass(cls: type[T], path: str | Path | None, overrides: Sequence[st
         msg = str(e)
         for key, item in override_keys.items():
             if msg.startswith((f"{key}=", f"{key} ", f"[{key}]")):
-                raise ConfigError(f"--set {item!r}: {msg}") from None
+                raise ConfigError(f"{labels.get(item, f'--set {item!r}')}: {msg}") from None
         raise ConfigError(f"{path}: {msg}" if path else msg) from None
 
 
@@ -135,11 +138,40 @@ def from_dict(cls: type[T], data: Mapping[str, Any], where: str = "") -> T:
             close = difflib.get_close_matches(key, list(fields), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(fields)}"
             raise ConfigError(f"unknown config key {path!r}{hint}")
+        default = _default_section(fields[key])
+        if default is not None and isinstance(value, Mapping):
+            value = _overlay(default, value)
         kwargs[key] = _convert(hints[key], value, path)
     try:
         return cls(**kwargs)
     except TypeError as e:
         raise ConfigError(f"[{where or 'config'}]: {e}") from e
+
+
+def _default_section(f: dataclasses.Field[Any]) -> Any:
+    """The default of field ``f`` when it is a section (a dataclass instance), else None."""
+    if f.default is not dataclasses.MISSING:
+        default: Any = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        return None
+    return default if dataclasses.is_dataclass(default) and not isinstance(default, type) else None
+
+
+def _overlay(default: Any, table: Mapping[str, Any]) -> dict[str, Any]:
+    """A section's table laid over the field's default instance, key by key: a partial table keeps the entry
+    point's defaults for the keys it leaves out (``EvalConfig``'s ``[rollout]`` starts from evaluation's defaults,
+    ``TrainConfig``'s from training's). Nested sections are overlaid the same way; lists and free-form tables given
+    in ``table`` replace the default whole."""
+    out: dict[str, Any] = {f.name: getattr(default, f.name) for f in dataclasses.fields(default)}
+    for key, value in table.items():
+        base = out.get(key)
+        if dataclasses.is_dataclass(base) and not isinstance(base, type) and isinstance(value, Mapping):
+            out[key] = _overlay(base, value)
+        else:
+            out[key] = value
+    return {k: to_dict(v) if k not in table else v for k, v in out.items()}
 
 
 def _convert(tp: Any, value: Any, path: str) -> Any:
@@ -248,3 +280,118 @@ def _emit(d: Mapping[str, Any], prefix: list[str], lines: list[str]) -> None:
                 for ik, iv in item.items():
                     if iv is not None:
                         lines.append(f"{ik} = {_fmt(iv)}")
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Each field's docstring (the string literal under it in the class body), whitespace collapsed; {} when the
+    source is not available."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    out: dict[str, str] = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            out[node.target.id] = " ".join(after.value.value.split())
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """A command-line flag derived from a config field: ``--max-new-tokens`` sets ``rollout.max_new_tokens``."""
+
+    key: str
+    """The dotted config key it sets."""
+    option: str
+    type: Any
+    default: Any
+    help: str
+
+
+def config_flags(cls: type, *, sections: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Flag]:
+    """One flag per value field of ``cls`` and of each section named in ``sections`` (flattened: the field
+    ``rollout.max_new_tokens`` is ``--max-new-tokens``), except the keys in ``skip``; help from the fields'
+    docstrings, defaults from the field defaults (a section's from its default instance)."""
+    out: list[Flag] = []
+
+    def add(node: type, prefix: str, defaults: Any) -> None:
+        hints = get_type_hints(node)
+        docs = field_docs(node)
+        for f in dataclasses.fields(node):  # type: ignore[arg-type]
+            key = prefix + f.name
+            if key in skip:
+                continue
+            if f.name in sections and not prefix:
+                add(_section_class(hints[f.name]), f"{f.name}.", _field_default(f))
+                continue
+            if _section_class(hints[f.name]) is not None:
+                continue
+            default = getattr(defaults, f.name) if defaults is not None else _field_default(f)
+            out.append(Flag(key, "--" + f.name.replace("_", "-"), hints[f.name], default, docs.get(f.name, "")))
+
+    add(cls, "", None)
+    options = [f.option for f in out]
+    dup = sorted({o for o in options if options.count(o) > 1})
+    if dup:
+        raise ValueError(f"config_flags({cls.__name__}): two fields give the flag(s) {dup}; skip one")
+    return out
+
+
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def flag_value(tp: Any, raw: str, option: str) -> Any:
+    """The command-line string ``raw`` as a value of type ``tp``: lists comma-separated, tables as JSON objects,
+    the rest as for ``--set``; ConfigError naming ``option`` when it does not parse."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        tp = members[0] if len(members) == 1 else Any
+        origin = get_origin(tp)
+    if origin in (tuple, list, Sequence) or tp in (tuple, list):
+        args = get_args(tp)
+        item = args[0] if args else str
+        return [flag_value(item, part.strip(), option) for part in raw.split(",") if part.strip()]
+    if origin in (dict, Mapping) or tp is dict:
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{option} {raw!r} is not JSON ({e.msg}); pass an object, e.g. "
+                              f"{option} '{{\"system_prompt\": \"...\"}}'") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"{option} {raw!r} is a {type(value).__name__}; pass a JSON object {{...}}")
+        return value
+    if tp is str or origin is typing.Literal:
+        return raw
+    if tp in (int, float):
+        try:
+            return tp(raw)
+        except ValueError:
+            raise ConfigError(f"{option} {raw!r} must be {'an integer' if tp is int else 'a number'}") from None
+    return parse_override(f"v={raw}")[1]
+
+
+def flag_overrides(flags: Sequence[Flag], values: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """The flags given on the command line (``values``: option -> its parsed value, absent when not given) as
+    ``key=value`` overrides, and a label per override naming the flag (for :func:`load_dataclass`'s errors)."""
+    overrides: list[str] = []
+    labels: dict[str, str] = {}
+    for flag in flags:
+        if flag.option not in values:
+            continue
+        value = values[flag.option]
+        item = f"{flag.key}={_fmt(value)}"
+        overrides.append(item)
+        labels[item] = f"{flag.option} {_fmt(value) if not isinstance(value, str) else value}"
+    return overrides, labels

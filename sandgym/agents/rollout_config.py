@@ -1,10 +1,10 @@
 """``RolloutConfig``: budgets and sampling of one rollout call (light; the engine is :mod:`sandgym.agents.rollout`,
-which re-exports it)."""
+which re-exports it). Training and evaluation build it from their ``[rollout]`` table with
+:meth:`sandgym.rollout.spec.RolloutSpec.rollout_config`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sandgym.agents.policy import SamplingParams
 from sandgym.errors import ConfigError
@@ -51,25 +51,6 @@ class RolloutConfig:
             raise ConfigError(f"RolloutConfig.temperature={self.temperature} must be >= 0 (0 = greedy)")
         if not 0.0 < self.top_p <= 1.0:
             raise ConfigError(f"RolloutConfig.top_p={self.top_p} must be in (0, 1]")
-
-    @classmethod
-    def from_settings(cls, settings: Any, *, seed: int, policy_version: int = 0) -> RolloutConfig:
-        """From a config section with the rollout fields (the training ``[rollout]`` section, an ``EvalConfig``):
-        budgets, sampling, ``truncated_turn``, and the stop strings of its ``code_action``."""
-        from sandgym.envs.parsing import stop_strings_for
-
-        s = settings
-        return cls(
-            max_new_tokens=s.max_new_tokens,
-            max_turns=s.max_turns,
-            max_total_tokens=s.max_total_tokens,
-            temperature=s.temperature,
-            top_p=s.top_p,
-            seed=seed,
-            policy_version=policy_version,
-            truncated_turn=s.truncated_turn,
-            stop_strings=stop_strings_for(None if s.code_action == "none" else s.code_action),
-        )
 
     @property
     def sampling(self) -> SamplingParams:

@@ -1,7 +1,7 @@
 """One way to make fresh environments for rollouts, shared by training and evaluation.
 
 Without an env id, :func:`tool_env_factory` makes sandgym's generic :class:`~sandgym.envs.tool_env.ToolEnv`. With
-one (``rollout.env`` in training, ``env`` in evaluation), :func:`rollout_env_factory` makes that registered env
+one (``rollout.env`` of a training or evaluation config), :func:`rollout_env_factory` makes that registered env
 through ``gymnasium.make`` and passes it the same rollout settings the generic env gets (:data:`ROLLOUT_ENV_KWARGS`):
 in particular ``max_turns``, so an episode the rollout cuts at its turn budget is cut (and graded, with partial
 credit) by the env itself rather than dropped ungraded.
@@ -45,23 +45,22 @@ def tool_env_factory(
 
 def rollout_env_factory(
     env_id: str,
-    *,
-    sandbox: str = "local",
-    code_action: str = "submit",
-    tools: Sequence[str] = (),
-    max_turns: int,
+    settings: Mapping[str, Any],
     env_kwargs: Mapping[str, Any] | None = None,
+    *,
     explicit: Collection[str] = (),
     prefix: str = "rollout.",
 ) -> Callable[[], Any]:
     """A callable making a fresh ``env_id`` (a registered Gymnasium id, or ``"my_pkg.envs:my/Env-v0"``) with the
-    rollout settings it takes, plus ``env_kwargs``; an empty ``env_id`` gives :func:`tool_env_factory`'s env.
+    rollout ``settings`` it takes (keys of :data:`ROLLOUT_ENV_KWARGS`: ``max_turns``, ``sandbox``, ``code_action``,
+    ``tools``), plus ``env_kwargs``; an empty ``env_id`` gives :func:`tool_env_factory`'s env. The caller is
+    :meth:`sandgym.rollout.spec.RolloutSpec.env_factory`.
 
     Checked now, not at the first episode (:func:`rollout_env_kwargs`): each setting in ``explicit`` (set away from
     its default in the config) that the env's constructor does not take is a :class:`ConfigError` naming it, as is
     an ``env_kwargs`` key that repeats a setting with another value. ``prefix`` names the config section in errors.
     """
-    settings = {"max_turns": max_turns, "sandbox": sandbox, "code_action": code_action, "tools": tuple(tools)}
+    settings = {**settings, "tools": tuple(settings.get("tools", ()))}
     kwargs = rollout_env_kwargs(env_id, settings, env_kwargs or {}, explicit=explicit, prefix=prefix)
     if not env_id:
         return tool_env_factory(backend=kwargs.pop("backend"), code_action=kwargs.pop("code_action") or "none",

@@ -1,79 +1,177 @@
-"""``sandgym eval`` and ``sandgym eval compare``."""
+"""``sandgym eval [CONFIG] [--set KEY=VALUE] [--FLAG VALUE ...]`` and ``sandgym eval compare DIR DIR ...``.
+
+Configured like ``sandgym train``: an optional TOML file (:class:`~sandgym.evaluate.config.EvalConfig`, with the
+``[rollout]`` table of a training config), then the flags, then ``--set`` (each later one wins). The flags are
+derived from the config's fields (``--samples`` sets ``samples``, ``--max-new-tokens`` sets
+``rollout.max_new_tokens``), so a new config key is a new flag; ``--suite`` (repeatable) and ``--seeds S`` (seeds
+0..S-1) keep their historical spelling.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, get_args, get_origin
+
+from sandgym.configs import Flag, config_flags, flag_overrides, flag_value
+from sandgym.errors import ConfigError
+from sandgym.evaluate.config import EvalConfig
+
+FLAGS: tuple[Flag, ...] = tuple(config_flags(EvalConfig, sections=("rollout",), skip=("metadata",)))
+"""Every flag of ``sandgym eval`` but --set/--print-config: one per field of EvalConfig and of its [rollout]."""
+
+_ALIASES = {"suites": ("--suite", "--suites")}
+_HELP = {
+    "suites": "suite spec or task file (repeatable, or comma-separated); config key suites",
+    "seeds": "S seeds 0..S-1, or a comma-separated list of seeds (default 1: seed 0); config key seeds",
+}
+
+
+def _dest(flag: Flag) -> str:
+    return "flag:" + flag.key
+
+
+def _help(flag: Flag) -> str:
+    field = flag.key.rsplit(".", 1)[-1]
+    if field in _HELP:
+        return _HELP[field]
+    default = flag.default
+    if isinstance(default, (tuple, list)):
+        default = ",".join(map(str, default))
+    shown = f"default: {default}; " if default not in ("", None, {}) else ""
+    text = f"{flag.help} ({shown}config key {flag.key})".lstrip().replace("``", "")
+    return text.replace("%", "%%")
+
+
+def _add_flag(p: argparse.ArgumentParser, flag: Flag) -> None:
+    field = flag.key.rsplit(".", 1)[-1]
+    options = _ALIASES.get(field, (flag.option,))
+    kw: dict[str, Any] = {"dest": _dest(flag), "default": argparse.SUPPRESS, "help": _help(flag)}
+    if field == "suites":
+        kw.update(action="append", metavar="SUITE")
+    elif get_origin(flag.type) is not None and "Literal" in str(get_origin(flag.type)):
+        kw.update(choices=get_args(flag.type))
+    else:
+        kw.update(metavar=field.upper())
+    p.add_argument(*options, **kw)
+
+
+class _AnyName(Mapping[str, Any]):
+    """The subcommands, as a mapping that contains every name (a name that is no subcommand is the config)."""
+
+    def __init__(self, parsers: dict[str, Any]) -> None:
+        self._parsers = parsers
+
+    def __getitem__(self, name: str) -> Any:
+        return self._parsers[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parsers)
+
+    def __len__(self) -> int:
+        return len(self._parsers)
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+class _ConfigOrCommand(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The first positional of ``sandgym eval``: a subcommand (``compare``), else the TOML config; the arguments
+    after the config are parsed as ``eval``'s own (argparse gives a subcommand action everything after it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.choices = _AnyName(self._name_parser_map)  # type: ignore[assignment]  # argparse checks the choice before calling the action
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        first, *rest = values
+        if first in self._name_parser_map:
+            super().__call__(parser, namespace, values, option_string)
+            return
+        if getattr(namespace, "config", None) is not None:
+            parser.error(f"one CONFIG only: got {namespace.config!r} and {first!r}")
+        namespace.config = first
+        _, extras = parser.parse_known_args(rest, namespace)
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
 
 
 def add_commands(sub: Any) -> None:
     p = sub.add_parser(
         "eval",
-        help="score a policy on held-out suites (or: eval compare DIR DIR ...)",
-        description="Evaluate POLICY on suites: completion, pass@k/pass^k, transfer, failure modes, with 95%% CIs. "
+        help="score a policy on held-out suites (TOML config and/or flags; eval compare DIR DIR ...)",
+        description="Evaluate POLICY on suites: completion, pass@k/pass^k, transfer, failure modes, with 95% CIs. "
+        "Configured like `sandgym train`: an optional TOML CONFIG (keys: the flags' config keys, rollout settings "
+        "in a [rollout] table as in a training config), then the flags, then --set (each later one wins). "
         "`sandgym eval compare DIR1 DIR2 ...` puts finished evaluations side by side.",
     )
-    p.add_argument("compare", nargs="*", help=argparse.SUPPRESS)
-    p.add_argument("--policy", help="smollm2-135m, a model dir/hub id, an adapter dir, a run dir, "
-                   "openai:URL#MODEL, or oracle/noop/random")
-    p.add_argument("--suite", action="append", default=[], help="suite spec or task file (repeatable)")
-    p.add_argument("--samples", type=int, default=4, help="K samples per task (default 4)")
-    p.add_argument("--seeds", type=int, default=1, help="number of seeds (0..S-1)")
-    p.add_argument("--n-tasks", type=int, default=None,
-                   help="tasks per suite (default: 16 from a generated suite; a JSONL file or task folder whole)")
-    p.add_argument("--difficulty", type=int, default=None)
-    p.add_argument("--baseline", help="a second POLICY compared on the same tasks and seeds")
-    p.add_argument("--out", default="runs/eval", help="output directory (resumes if it holds episodes)")
-    p.add_argument("--max-new-tokens", type=int, default=160)
-    p.add_argument("--max-turns", type=int, default=3)
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--code-action", default="submit", choices=["python", "submit", "none"])
-    p.add_argument("--tools", default="", help="comma-separated tool names offered (default: all)")
-    p.add_argument("--env", default="", help="registered env id to evaluate in (default: sandgym's tool env; "
-                   "it gets --max-turns, --sandbox, --code-action and --tools)")
-    p.add_argument("--sandbox", default="local", choices=["local", "e2b", "auto"],
-                   help="sandbox backend (default local; auto = E2B when E2B_API_KEY is set)")
-    p.add_argument("--trained-families", default="", help="comma-separated families the policy trained on")
-    p.add_argument("--ray-workers", type=int, default=0, help="roll out on N Ray workers (default 0: this process)")
-    p.add_argument("--ray-address", default="", help="Ray cluster to join with --ray-workers (default: start one)")
-    p.set_defaults(func=_eval)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set rollout.temperature=0.5 (repeatable)")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config (TOML) and exit")
+    for flag in FLAGS:
+        _add_flag(p, flag)
+    p.set_defaults(func=_eval, config=None)
+    commands = p.add_subparsers(dest="eval_command", action=_ConfigOrCommand, metavar="CONFIG | compare",
+                                title="config or subcommand",
+                                description="CONFIG: a TOML file (its keys: see --print-config); compare: see "
+                                "`sandgym eval compare --help`")
+    c = commands.add_parser("compare", help="put finished evaluations side by side (a markdown table)",
+                            description="Put finished evaluations (directories with metrics.json) side by side.")
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="an evaluation's output directory")
+    c.set_defaults(func=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from sandgym.evaluate.compare import compare_table
+
+    print(compare_table(args.dirs))
+    return 0
+
+
+def _seeds(raw: str) -> list[int]:
+    if "," in raw:
+        return flag_value(tuple[int, ...], raw, "--seeds")  # type: ignore[no-any-return]
+    n = flag_value(int, raw, "--seeds")
+    if n < 1:
+        raise ConfigError(f"--seeds {raw}: use at least 1 seed (--seeds S runs seeds 0..S-1)")
+    return list(range(n))
+
+
+def flags_to_overrides(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """The flags given in ``args`` as ``key=value`` overrides, with a label per override naming its flag."""
+    values: dict[str, Any] = {}
+    for flag in FLAGS:
+        if not hasattr(args, _dest(flag)):
+            continue
+        raw = getattr(args, _dest(flag))
+        if flag.key == "suites":
+            values[flag.option] = [s for v in raw for s in flag_value(flag.type, v, "--suite")]
+        elif flag.key == "seeds":
+            values[flag.option] = _seeds(raw)
+        else:
+            values[flag.option] = flag_value(flag.type, raw, flag.option)
+    return flag_overrides(FLAGS, values)
+
+
+def load(args: argparse.Namespace) -> EvalConfig:
+    """The config of an ``eval`` command line: CONFIG, then the flags, then ``--set``."""
+    from sandgym.evaluate.config import load_eval_config
+
+    overrides, labels = flags_to_overrides(args)
+    return load_eval_config(args.config, [*overrides, *args.overrides], labels)
 
 
 def _eval(args: argparse.Namespace) -> int:
-    if args.compare:
-        if args.compare[0] != "compare" or len(args.compare) < 2:
-            from sandgym.errors import ConfigError
+    config = load(args)
+    if args.print_config:
+        from sandgym.configs import to_toml
 
-            raise ConfigError(f"unexpected arguments {args.compare}; use `sandgym eval compare DIR1 DIR2 ...`")
-        from sandgym.evaluate.compare import compare_table
-
-        print(compare_table(args.compare[1:]))
+        print(to_toml(config), end="")
         return 0
-    from sandgym.errors import ConfigError
-    from sandgym.evaluate.config import EvalConfig, parse_suites
-
-    if not args.policy:
-        raise ConfigError("--policy is required (e.g. --policy smollm2-135m or --policy runs/quickstart)")
-    config = EvalConfig(
-        policy=args.policy,
-        suites=parse_suites(args.suite),
-        out=args.out,
-        samples=args.samples,
-        seeds=tuple(range(args.seeds)),
-        n_tasks=args.n_tasks,
-        difficulty=args.difficulty,
-        baseline=args.baseline,
-        max_new_tokens=args.max_new_tokens,
-        max_turns=args.max_turns,
-        temperature=args.temperature,
-        code_action=args.code_action,
-        tools=tuple(t for t in args.tools.split(",") if t),
-        trained_families=tuple(f for f in args.trained_families.split(",") if f),
-        sandbox=args.sandbox,
-        env=args.env,
-        ray_workers=args.ray_workers,
-        ray_address=args.ray_address,
-    )
+    if not config.policy:
+        raise ConfigError("--policy is required (e.g. --policy smollm2-135m or --policy runs/quickstart, or "
+                          "policy = \"...\" in the config)")
     from sandgym.evaluate.policies import check_out_dir, check_policy
 
     check_out_dir(config.out)  # bad input is reported before torch and transformers load

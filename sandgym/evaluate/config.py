@@ -1,15 +1,23 @@
-"""The one config of ``sandgym eval``."""
+"""The one config of ``sandgym eval``: an optional TOML file, ``--set`` overrides and flags derived from it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from sandgym.configs import load_dataclass
 from sandgym.errors import ConfigError
+from sandgym.rollout.spec import RolloutSpec
 
 DEFAULT_N_TASKS = 16
 """Tasks drawn from each generated suite when ``n_tasks`` is not given."""
+
+EVAL_ROLLOUT = RolloutSpec(max_new_tokens=160, max_total_tokens=4096, temperature=0.7)
+"""Evaluation's default ``[rollout]``: :class:`RolloutSpec`'s defaults (training's) except these three, which are
+what ``sandgym eval`` has always used (longer turns and episodes, a lower temperature). A ``[rollout]`` table or
+``--set rollout.KEY=...`` overrides them key by key."""
 
 
 @dataclass(frozen=True)
@@ -22,71 +30,60 @@ class EvalConfig:
     ``suites``: built-in (``coding/strings:heldout``), plugin, imported JSONL, or a task folder.
     """
 
-    policy: str
-    suites: tuple[str, ...]
+    policy: str = ""
+    """smollm2-135m, a model dir/hub id, an adapter dir, a run dir, openai:URL#MODEL, or oracle/noop/random."""
+    suites: tuple[str, ...] = ()
+    """Suite specs or task files (e.g. coding/strings:heldout)."""
     out: str = "runs/eval"
+    """Output directory (resumes if it holds episodes)."""
     samples: int = 4
     """K samples per task (pass@k is reported for k = 1..K)."""
     seeds: tuple[int, ...] = (0,)
+    """Sampling seeds; the flag --seeds S means seeds 0..S-1."""
     n_tasks: int | None = None
     """Tasks drawn from each suite: None takes ``DEFAULT_N_TASKS`` from a generated suite and a JSONL file or task
     folder whole; a number caps both."""
     task_seed: int = 1
+    """Seed that picks the tasks of a generated suite."""
     difficulty: int | None = None
     baseline: str | None = None
-    max_new_tokens: int = 160
-    max_turns: int = 3
-    max_total_tokens: int = 4096
-    temperature: float = 0.7
-    top_p: float = 1.0
-    code_action: str = "submit"
-    truncated_turn: str = "end"
-    """A turn cut by max_new_tokens: "end" the episode (scored as unfinished) or "continue", as in training."""
-    tools: tuple[str, ...] = ()
-    """Tool names offered to the agent (empty: all built-in tools)."""
-    sandbox: str = "local"
-    env: str = ""
-    """A registered Gymnasium id to evaluate in instead of sandgym's tool environment (as ``rollout.env`` in
-    training); it gets ``max_turns``, ``sandbox``, ``code_action`` and ``tools`` when it takes them."""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra keyword arguments of the environment (e.g. ``system_prompt``), as in the training config."""
+    """A second policy compared on the same tasks and seeds."""
     trained_families: tuple[str, ...] = ()
     """Families the policy was trained on (empty: every family not marked unseen), for the transfer view."""
     batch_episodes: int = 64
+    """Episodes rolled out per batch."""
     ray_workers: int = 0
     """Fan the (seed, task) groups out to this many Ray workers (0: roll out in this process)."""
     ray_address: str = ""
     """Ray cluster to join when ``ray_workers > 0`` (empty: start a local Ray instance)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    rollout: RolloutSpec = field(default_factory=lambda: EVAL_ROLLOUT)
+    """How episodes are rolled out (TOML table ``[rollout]``, the same keys as in a training config); the
+    defaults are :data:`EVAL_ROLLOUT`."""
 
     def __post_init__(self) -> None:
         if not self.suites:
-            raise ConfigError("eval needs at least one --suite (e.g. --suite coding:heldout); see `sandgym tasks list`")
+            raise ConfigError("eval needs at least one --suite (e.g. --suite coding:heldout, or suites = [...] in the "
+                              "config); see `sandgym tasks list`")
         if self.samples < 1:
-            raise ConfigError(f"--samples={self.samples} must be >= 1")
+            raise ConfigError(f"samples={self.samples} must be >= 1 (--samples)")
         if not self.seeds:
-            raise ConfigError("--seeds must list at least one seed")
-        if self.temperature <= 0:
-            raise ConfigError(f"temperature={self.temperature} must be > 0 (sampling is needed for pass@k)")
-        if self.code_action not in ("python", "submit", "none"):
-            raise ConfigError(f"code_action={self.code_action!r} is not one of 'python', 'submit', 'none'")
+            raise ConfigError("seeds must list at least one seed (--seeds S: seeds 0..S-1)")
         if self.n_tasks is not None and self.n_tasks < 1:
-            raise ConfigError(f"--n-tasks={self.n_tasks} must be >= 1 (or left out: {DEFAULT_N_TASKS} per generated "
-                              "suite, files whole)")
-        if self.max_turns < 1:
-            raise ConfigError(f"--max-turns={self.max_turns} must be >= 1")
-        from sandgym.envs.factory import explicit_settings, rollout_env_kwargs
-
-        settings = {"max_turns": self.max_turns, "sandbox": self.sandbox, "code_action": self.code_action,
-                    "tools": self.tools}
-        rollout_env_kwargs(self.env, settings, self.env_kwargs, explicit=explicit_settings(self), prefix="")
+            raise ConfigError(f"n_tasks={self.n_tasks} must be >= 1 (or left out: {DEFAULT_N_TASKS} per generated "
+                              "suite, files whole) (--n-tasks)")
+        if self.batch_episodes < 1:
+            raise ConfigError(f"batch_episodes={self.batch_episodes} must be >= 1")
         if self.ray_workers < 0 or (self.ray_address and self.ray_workers == 0):
             raise ConfigError(f"ray_workers={self.ray_workers} (ray_address={self.ray_address!r}): use --ray-workers N "
                               "with N >= 1 to evaluate on Ray, or 0 (and no --ray-address) for one process")
 
-    @classmethod
-    def with_seeds(cls, n: int, **kw: Any) -> EvalConfig:
-        return cls(seeds=tuple(range(n)), **kw)
+
+def load_eval_config(path: str | Path | None = None, overrides: Sequence[str] = (),
+                     labels: dict[str, str] | None = None) -> EvalConfig:
+    """TOML file (optional) + ``key=value`` overrides -> a validated :class:`EvalConfig` (``labels``: how errors
+    name an override, e.g. the flag it came from)."""
+    return load_dataclass(EvalConfig, path, overrides, labels=labels)
 
 
 def parse_suites(values: Sequence[str]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.configs import to_dict
 from sandgym.errors import SandboxError
 from sandgym.evaluate.aggregate import aggregate
@@ -73,20 +74,14 @@ def load_tasks(config: EvalConfig, *, report: Callable[[str], None] | None = Non
 
 
 def env_factory(config: EvalConfig) -> Callable[[], Any]:
-    """Fresh environments of the evaluation: ``config.env`` (a registered id) or sandgym's tool environment, made
-    with the evaluation's ``max_turns``, ``sandbox``, ``code_action`` and ``tools`` (:mod:`sandgym.envs.factory`)."""
-    from sandgym.envs.factory import explicit_settings, rollout_env_factory
-
-    return rollout_env_factory(config.env, sandbox=config.sandbox, code_action=config.code_action,
-                               tools=config.tools, max_turns=config.max_turns, env_kwargs=config.env_kwargs,
-                               explicit=explicit_settings(config), prefix="")
+    """Fresh environments of the evaluation, made from its ``[rollout]`` (``rollout.env`` or sandgym's tool
+    environment, with its ``max_turns``, ``sandbox``, ``code_action`` and ``tools``)."""
+    return config.rollout.env_factory()
 
 
-def rollout_config(config: EvalConfig, seed: int) -> Any:
+def rollout_config(config: EvalConfig, seed: int) -> RolloutConfig:
     """The ``RolloutConfig`` of evaluation rollouts (local and Ray workers alike) for sampling seed ``seed``."""
-    from sandgym.agents.rollout import RolloutConfig
-
-    return RolloutConfig.from_settings(config, seed=seed)
+    return config.rollout.rollout_config(seed)
 
 
 def evaluate_policy(
@@ -95,7 +90,7 @@ def evaluate_policy(
 ) -> list[EpisodeRow]:
     """Roll out every (seed, task) group not yet in ``out_dir/episodes.jsonl``; returns all rows.
 
-    ``make_env`` overrides the tool environment built from ``config`` (e.g. the training run's ``rollout.env``).
+    ``make_env`` overrides the environments built from ``config.rollout``.
     A batch in which every episode failed in the sandbox raises :class:`SandboxError` with the first error, unless
     ``stop_on_broken_sandbox`` is False (periodic evaluation inside training: the rows are kept as infra failures)."""
     from sandgym.agents.rollout import rollout
@@ -120,9 +115,9 @@ def evaluate_policy(
                             first_group_id=_group_base(seed, tasks, chunk[0]))
             if stop_on_broken_sandbox and trajs and all(t.infra_failure for t in trajs):  # a broken sandbox: stop now, not after every task
                 bar.close()
-                raise SandboxError(f"every episode of an evaluation batch failed in the {config.sandbox!r} sandbox; "
+                raise SandboxError(f"every episode of an evaluation batch failed in the {config.rollout.sandbox!r} sandbox; "
                                    f"first error: {trajs[0].metadata.get('infra_error', 'unknown')}. Check it with "
-                                   f"`sandgym sandbox check --backend {config.sandbox}`")
+                                   f"`sandgym sandbox check --backend {config.rollout.sandbox}`")
             append_rows(path, [EpisodeRow.from_trajectory(t, by_id[t.task_id], seed) for t in trajs])
             bar.update(len(chunk))
     bar.close()

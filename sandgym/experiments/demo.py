@@ -35,12 +35,9 @@ def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, se
     families = tuple(t.split("/", 1)[1] for t in trained if "/" in t)
     difficulty = train.domains.mix[0].difficulty
     suites = (*[f"{t}:heldout" for t in trained], "coding/parsing:heldout")
-    r = train.rollout
     return EvalConfig(
         policy="", suites=suites, out=str(out), samples=samples, seeds=tuple(range(seeds)), n_tasks=n_tasks,
-        difficulty=difficulty, max_new_tokens=r.max_new_tokens, max_turns=r.max_turns,
-        max_total_tokens=r.max_total_tokens, temperature=0.7, code_action=r.code_action, tools=r.tools,
-        sandbox=r.sandbox, trained_families=families, env_kwargs=dict(r.env_kwargs),
+        difficulty=difficulty, trained_families=families, rollout=replace(train.rollout, temperature=0.7),
     )
 
 

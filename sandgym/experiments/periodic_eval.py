@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,6 @@ from sandgym.evaluate.policies import PolicyInfo
 from sandgym.evaluate.run import evaluate_policy, load_tasks
 from sandgym.train.checkpoint import rng_state, set_rng_state
 from sandgym.train.config import TrainConfig
-from sandgym.train.runtime import env_factory
 
 CURVE = "eval_curve.jsonl"
 
@@ -47,14 +47,13 @@ def eval_suites(config: TrainConfig) -> tuple[str, ...]:
 
 
 def eval_config(config: TrainConfig, out_dir: Path) -> EvalConfig:
-    """The :class:`~sandgym.evaluate.config.EvalConfig` of the periodic evaluation (training rollout settings)."""
-    r, e = config.rollout, config.eval
+    """The :class:`~sandgym.evaluate.config.EvalConfig` of the periodic evaluation: the training ``[rollout]``
+    (same environment, budgets and tools) sampled at ``eval.temperature``."""
+    e = config.eval
     return EvalConfig(
         policy="live", suites=eval_suites(config), out=str(out_dir), samples=e.samples, seeds=(0,),
         n_tasks=e.n_tasks, task_seed=e.task_seed, difficulty=config.domains.mix[0].difficulty,
-        max_new_tokens=r.max_new_tokens, max_turns=r.max_turns, max_total_tokens=r.max_total_tokens,
-        temperature=e.temperature, top_p=r.top_p, truncated_turn=r.truncated_turn, code_action=r.code_action, tools=r.tools, sandbox=r.sandbox,
-        env=r.env, env_kwargs=dict(r.env_kwargs),
+        rollout=replace(config.rollout, temperature=e.temperature),
     )
 
 
@@ -74,8 +73,7 @@ def maybe_periodic_eval(config: TrainConfig, policy: Any, step: int, run_dir: Pa
     rng = rng_state()
     try:
         rows = evaluate_policy(policy, PolicyInfo(spec=f"step-{step}", kind="live", model=config.model.name), cfg,
-                               out, tasks=load_tasks(cfg), make_env=env_factory(config),
-                               stop_on_broken_sandbox=False)
+                               out, tasks=load_tasks(cfg), stop_on_broken_sandbox=False)
     finally:
         set_rng_state(rng)
     s = summarize(rows, cfg.samples)

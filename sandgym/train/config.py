@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from sandgym.configs import load_dataclass
 from sandgym.errors import ConfigError
+from sandgym.rollout.spec import RolloutSpec
 
 # Copies of sandgym.train.advantages.ADVANTAGE_ESTIMATORS and sandgym.train.loss.LOSS_AGGREGATIONS (a test keeps
 # them equal): importing those modules imports torch, and config errors must be reported before torch loads.
@@ -51,31 +52,6 @@ class AlgorithmConfig:
     otherwise trajectory (with only a final reward the two give every turn of a trajectory similar credit)."""
     skip_zero_advantage: bool = True
     """Do not spend forward/backward passes on groups whose rewards are all equal (exact when beta = 0)."""
-
-
-@dataclass(frozen=True)
-class RolloutSettings:
-    max_new_tokens: int = 128
-    max_turns: int = 3
-    max_total_tokens: int = 2048
-    temperature: float = 1.0
-    top_p: float = 1.0
-    truncated_turn: Literal["end", "continue"] = "end"
-    """A turn cut by max_new_tokens: "end" the episode (flagged truncated, scored 0 as unfinished) or
-    "continue" (its text still goes to the environment)."""
-    code_action: Literal["python", "submit", "none"] = "submit"
-    """A fenced python block with no tool call: run it ("python"), write it to the task's file and submit
-    ("submit"), or count it as a turn without a tool call ("none")."""
-    sandbox: str = "local"
-    tools: tuple[str, ...] = ()
-    """Tool names offered to the agent (empty: all built-in tools). Fewer tools make a shorter system prompt."""
-    env: str = ""
-    """A Gymnasium id to roll out in instead of sandgym's tool environment (e.g. a plugin's env, or
-    "my_pkg.envs:my/Env-v0" to import the module that registers it). It receives ``max_turns``, ``sandbox`` (as
-    ``backend``), ``code_action`` and ``tools`` when its constructor takes them (so episodes the rollout cuts at
-    max_turns are cut and graded by the env), then ``env_kwargs``. Setting one of these that the env cannot
-    take is a config error."""
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,7 +159,8 @@ class TrainConfig:
     """"sft": run the SFT warm start (section [sft]) before RL."""
     model: ModelConfig = field(default_factory=ModelConfig)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
-    rollout: RolloutSettings = field(default_factory=RolloutSettings)
+    rollout: RolloutSpec = field(default_factory=RolloutSpec)
+    """How episodes are rolled out (the one :class:`~sandgym.rollout.spec.RolloutSpec`, validated there)."""
     domains: DomainsConfig = field(default_factory=DomainsConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -217,10 +194,6 @@ def validate(c: TrainConfig) -> None:
     for key in ("steps", "tasks_per_step", "micro_batch"):
         if getattr(c.optim, key) < 1:
             raise bad(f"optim.{key}", getattr(c.optim, key), "must be >= 1")
-    if c.rollout.temperature <= 0:
-        raise bad("rollout.temperature", c.rollout.temperature, "sampling needs a temperature > 0")
-    if not 0 < c.rollout.top_p <= 1:
-        raise bad("rollout.top_p", c.rollout.top_p, "use a value in (0, 1]")
     if not c.domains.mix:
         raise bad("domains.mix", c.domains.mix, "list at least one [[domains.mix]] with a suite")
     for i, d in enumerate(c.domains.mix):
@@ -230,7 +203,6 @@ def validate(c: TrainConfig) -> None:
         raise bad("domains.mix.weight", [d.weight for d in c.domains.mix], "at least one weight must be > 0")
     if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
         raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
-    _validate_rollout_env(c.rollout)
     _validate_distributed(c.distributed, bad)
     if c.eval.every < 0 or c.eval.n_tasks < 1 or c.eval.samples < 1 or c.eval.temperature <= 0:
         raise bad("eval", (c.eval.every, c.eval.n_tasks, c.eval.samples, c.eval.temperature),
@@ -238,18 +210,6 @@ def validate(c: TrainConfig) -> None:
     if c.eval.every and c.distributed.backend != "local":
         raise bad("eval.every", c.eval.every, 'periodic evaluation runs in the local loop only: use '
                   'distributed.backend = "local", or eval.every = 0 and `sandgym eval` on the checkpoints')
-
-
-def _validate_rollout_env(r: RolloutSettings) -> None:
-    """``rollout.env`` (or the tool environment) gets ``max_turns``, ``sandbox``, ``code_action`` and ``tools``:
-    an env id that is not registered, a setting the env cannot take, or ``env_kwargs`` that contradict a setting
-    are reported now, not at the first episode (see :func:`sandgym.envs.factory.rollout_env_kwargs`)."""
-    from sandgym.envs.factory import explicit_settings, rollout_env_kwargs
-
-    if r.max_turns < 1:
-        raise ConfigError(f"rollout.max_turns={r.max_turns!r}: use at least 1 model turn per episode")
-    settings = {"max_turns": r.max_turns, "sandbox": r.sandbox, "code_action": r.code_action, "tools": r.tools}
-    rollout_env_kwargs(r.env, settings, r.env_kwargs, explicit=explicit_settings(r), prefix="rollout.")
 
 
 def _validate_distributed(d: DistributedConfig, bad: Any) -> None:

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.agents.trajectory import Trajectory
 from sandgym.rollout.progress import progress
 from sandgym.tasks.task import Task
@@ -46,19 +47,13 @@ def domain_tasks(config: TrainConfig) -> dict[str, list[Task]]:
 
 
 def env_factory(config: TrainConfig) -> Callable[[], Any]:
-    """A callable making one fresh tool environment (tasks are passed per episode through ``reset``)."""
-    from sandgym.envs.factory import explicit_settings, rollout_env_factory
-
-    r = config.rollout
-    return rollout_env_factory(r.env, sandbox=r.sandbox, code_action=r.code_action, tools=r.tools,
-                               max_turns=r.max_turns, env_kwargs=r.env_kwargs, explicit=explicit_settings(r))
+    """A callable making one fresh environment of ``[rollout]`` (tasks are passed per episode through ``reset``)."""
+    return config.rollout.env_factory()
 
 
-def rollout_config(config: TrainConfig, *, seed: int, version: int) -> Any:
+def rollout_config(config: TrainConfig, *, seed: int, version: int) -> RolloutConfig:
     """The ``RolloutConfig`` of training rollouts (``[rollout]`` plus the step's seed and policy version)."""
-    from sandgym.agents.rollout import RolloutConfig
-
-    return RolloutConfig.from_settings(config.rollout, seed=seed, policy_version=version)
+    return config.rollout.rollout_config(seed, policy_version=version)
 
 
 def collect(

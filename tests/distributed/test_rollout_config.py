@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 import sandgym.agents.rollout as rollout_mod
 from sandgym.envs.parsing import stop_strings_for
-from sandgym.evaluate.config import EvalConfig
+from sandgym.evaluate.config import EVAL_ROLLOUT, EvalConfig
 from sandgym.evaluate.policies import PolicyInfo
 from sandgym.evaluate.run import evaluate_policy, load_tasks, rollout_config
 from sandgym.train import runtime
@@ -42,9 +43,9 @@ def test_training_rollouts_use_the_rollout_section(captured, code_action):
 @pytest.mark.parametrize("code_action", ["submit", "python", "none"])
 def test_eval_rollouts_use_the_eval_config(captured, code_action, tmp_path):
     cfg = EvalConfig(policy="oracle", suites=("coding/strings:heldout",), n_tasks=1, samples=1, seeds=(4,),
-                     code_action=code_action, max_new_tokens=33)
+                     rollout=replace(EVAL_ROLLOUT, code_action=code_action, max_new_tokens=33))
     evaluate_policy(None, PolicyInfo("oracle", "scripted", "oracle"), cfg, tmp_path, tasks=load_tasks(cfg))
     (rc,) = captured
     assert rc == rollout_config(cfg, 4)
-    assert (rc.seed, rc.max_new_tokens, rc.temperature) == (4, 33, cfg.temperature)
+    assert (rc.seed, rc.max_new_tokens, rc.temperature) == (4, 33, cfg.rollout.temperature)
     assert rc.stop_strings == stop_strings_for(None if code_action == "none" else code_action)

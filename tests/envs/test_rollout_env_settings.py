@@ -4,6 +4,7 @@ tools, so an episode the rollout cuts at max_turns is cut and graded by the env 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
 from sandgym.errors import ConfigError
 from sandgym.evaluate.config import EvalConfig
+from sandgym.rollout.spec import RolloutSpec
 from sandgym.train.config import load_config
 
 TOY = "tests.train.toy_env:toy/Letters-v0"
@@ -47,8 +49,8 @@ def test_settings_reach_a_registered_env() -> None:
 def test_evaluation_env_gets_the_same_settings() -> None:
     from sandgym.evaluate.run import env_factory
 
-    cfg = EvalConfig(policy="noop", suites=("coding:heldout",), env="sandgym/RepoFix-v0", max_turns=5,
-                     code_action="python")
+    cfg = EvalConfig(policy="noop", suites=("coding:heldout",),
+                     rollout=RolloutSpec(env="sandgym/RepoFix-v0", max_turns=5, code_action="python"))
     env = env_factory(cfg)()
     try:
         assert env.unwrapped.max_turns == 5 and env.unwrapped.code_action == "python"
@@ -63,7 +65,8 @@ def test_periodic_eval_keeps_the_training_env() -> None:
 
     cfg = train_config(env=TOY, max_turns=1, env_kwargs={"first_only": True})
     ev = eval_config(cfg, Path("unused"))
-    assert ev.env == TOY and ev.env_kwargs == {"first_only": True} and ev.max_turns == 1
+    assert ev.rollout == replace(cfg.rollout, temperature=cfg.eval.temperature)
+    assert ev.rollout.env == TOY and ev.rollout.env_kwargs == {"first_only": True} and ev.rollout.max_turns == 1
 
 
 def test_an_env_without_the_settings_still_works_when_they_are_left_at_defaults() -> None:
@@ -95,8 +98,8 @@ def test_settings_the_env_cannot_take_are_config_errors(overrides: dict[str, Any
 
 
 def test_eval_config_checks_its_env_too() -> None:
-    with pytest.raises(ConfigError, match=r"sandbox='e2b'.*does not take 'backend'"):
-        EvalConfig(policy="noop", suites=("coding:heldout",), env=TOY, sandbox="e2b")
+    with pytest.raises(ConfigError, match=r"rollout\.sandbox='e2b'.*does not take 'backend'"):
+        EvalConfig(policy="noop", suites=("coding:heldout",), rollout=RolloutSpec(env=TOY, sandbox="e2b"))
 
 
 def test_env_kwargs_equal_to_a_setting_are_fine() -> None:
