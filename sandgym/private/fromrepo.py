@@ -142,8 +142,11 @@ class _Runner:
     the snapshot and the run reports nothing (``report_found`` False), which discards that candidate.
     """
 
-    def __init__(self, make: SandboxFactory, files: Mapping[str, str], timeout_s: float) -> None:
+    def __init__(self, make: SandboxFactory, files: Mapping[str, str], timeout_s: float,
+                 support: Mapping[str, str] | None = None) -> None:
         self.make, self.files, self.timeout_s = make, files, timeout_s
+        self.support = dict(support or {})
+        """The tests' conftest files, helpers and data: part of every hidden run, laid out as in the repo."""
         self.sb = self._fresh()
         self.restarts = 0
 
@@ -158,8 +161,8 @@ class _Runner:
             if swap is not None:
                 self.sb.write_file(*swap)
             try:
-                return self.sb.run_tests(tests, expected=max(expected, 1), timeout=self.timeout_s,
-                                         isolation=REPO_ISOLATION)
+                return self.sb.run_tests({**self.support, **tests}, expected=max(expected, 1),
+                                         timeout=self.timeout_s, isolation=REPO_ISOLATION)
             finally:
                 if swap is not None:
                     self.sb.write_file(swap[0], self.files[swap[0]])
@@ -212,14 +215,15 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
     """Make verified tasks from a repository (see the module docstring); nothing is written."""
     snap = read_repo(config.repo, max_file_bytes=config.max_file_bytes)
     scrubber = Scrubber(dict(config.scrub_patterns))
-    files, tests = dict(snap.files), dict(snap.tests)
+    files, tests, support = dict(snap.files), dict(snap.tests), dict(snap.support)
     scrub_report = ScrubReport()
     if config.scrub:
         files, r1 = scrubber.files(files)
         tests, r2 = scrubber.files(tests)
-        scrub_report = ScrubReport(r1.findings + r2.findings)
+        support, r3 = scrubber.files(support)
+        scrub_report = ScrubReport(r1.findings + r2.findings + r3.findings)
     make = sandbox_factory or _default_factory(config.backend)
-    runner = _Runner(make, files, config.timeout_s)
+    runner = _Runner(make, files, config.timeout_s, support)
     try:
         base = runner.run(tests, expected=1)
         if not base.report_found:
@@ -312,8 +316,8 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
     start = runner.run(hidden, expected, swap=swap)
     if start.passed >= expected:
         return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
-    return _task(config, snap, files, target, mutation, hidden, expected, sorted(f"{f}::{k}" for f, k in keep),
-                 splits, scrubber, runner.timeout_s)
+    return _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
+                 sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s)
 
 
 def _prompt(target: Target, mutation: Mutation, failing: list[str]) -> str:

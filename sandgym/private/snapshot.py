@@ -3,6 +3,11 @@
 Skipped (and reported): VCS and build folders, caches, virtual environments, docs and examples, binary or
 non-UTF-8 files, files over the size cap. A ``src/`` layout is flattened (``src/pkg/x.py`` -> ``pkg/x.py``) so
 that the package imports from the workspace root, which is on ``sys.path`` when hidden tests run.
+
+Tests keep the repository's layout (``tests/unit/test_x.py`` stays that path), and what they need comes with them
+as hidden support files: ``conftest.py`` at every level (the root one too), helper modules, ``__init__.py`` files
+and text data files under test folders. The grader lays them out as they were, so fixtures, package-relative
+imports and data paths work.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ class Snapshot:
     root: str
     files: Mapping[str, str]
     tests: Mapping[str, str]
-    test_paths: Mapping[str, str] = field(default_factory=dict)
-    """Flat hidden-test name -> its path in the repository."""
+    """Test modules by their path in the repository (``tests/unit/test_x.py``)."""
+    support: Mapping[str, str] = field(default_factory=dict)
+    """What the tests need beside them (conftest.py files, helpers, ``__init__.py``, text data), by path."""
     skipped: tuple[tuple[str, str], ...] = ()
     """(path, reason) of every file left out."""
     renamed: Mapping[str, str] = field(default_factory=dict)
@@ -58,17 +64,6 @@ def _in_test_dir(rel: Path) -> bool:
     return any(part in TEST_DIRS for part in rel.parts[:-1])
 
 
-def _flat_name(rel: Path, taken: set[str]) -> str:
-    name = rel.name
-    if name in taken or name == "pytest.ini":
-        parts = [re.sub(r"\W", "_", p) for p in rel.parts[:-1]]
-        name = "test_" + "_".join(parts + [rel.name.removeprefix("test_")])
-    while name in taken:
-        name = "x" + name
-    taken.add(name)
-    return name
-
-
 def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Snapshot:
     """Snapshot a repository folder; TaskError when it is not a folder or holds no Python source or tests."""
     base = Path(root).resolve()
@@ -77,10 +72,9 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
     src_layout = (base / "src").is_dir() and any((base / "src").glob("*/__init__.py"))
     files: dict[str, str] = {}
     tests: dict[str, str] = {}
-    test_paths: dict[str, str] = {}
+    support: dict[str, str] = {}
     renamed: dict[str, str] = {}
     skipped: list[tuple[str, str]] = []
-    taken: set[str] = set()
     for path in sorted(base.rglob("*")):
         rel = path.relative_to(base)
         if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts[:-1]) or not path.is_file():
@@ -88,7 +82,8 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         if path.is_symlink():
             skipped.append((rel.as_posix(), "symlink"))
             continue
-        if not (path.suffix == ".py" or rel.name in TEXT_FILES):
+        in_tests = _in_test_dir(rel) or rel.as_posix() == "conftest.py"
+        if not (path.suffix == ".py" or rel.name in TEXT_FILES or in_tests):
             continue
         data = path.read_bytes()
         if len(data) > max_file_bytes:
@@ -103,12 +98,12 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
             skipped.append((rel.as_posix(), "not UTF-8"))
             continue
         if is_test_file(rel):
-            name = _flat_name(rel, taken)
-            tests[name], test_paths[name] = text, rel.as_posix()
+            tests[rel.as_posix()] = text
             continue
-        if _in_test_dir(rel):
-            skipped.append((rel.as_posix(), "test helper (conftest/fixtures are not carried)"))
-            continue
+        if in_tests:
+            support[rel.as_posix()] = text
+            if _in_test_dir(rel):
+                continue  # the root conftest.py is also part of the project the agent sees
         ws = rel.as_posix()
         if src_layout and rel.parts[0] == "src" and len(rel.parts) > 1:
             ws = Path(*rel.parts[1:]).as_posix()
@@ -118,7 +113,7 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         raise TaskError(f"{base}: no Python source files found (skipped: {len(skipped)}); point at a Python repo")
     if not tests:
         raise TaskError(f"{base}: no pytest files (test_*.py or *_test.py) found; from-repo needs the repo's tests")
-    return Snapshot(str(base), files, tests, test_paths, tuple(skipped), renamed)
+    return Snapshot(str(base), files, tests, support, tuple(skipped), renamed)
 
 
 # ---- hidden-test selection ------------------------------------------------------------------------------------

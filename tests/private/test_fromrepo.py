@@ -65,7 +65,7 @@ def test_tasks_made_and_report_written(which: str, request: pytest.FixtureReques
     for t in tasks:
         entry = t.metadata["entry_file"]
         assert t.files[entry] != t.reference.files[entry]  # type: ignore[union-attr]
-        assert all("/" not in name and name.endswith(".py") for name in t.verifier.tests)
+        assert any(name.split("/")[-1].startswith("test_") for name in t.verifier.tests)  # the repo's layout
         assert not any("tests/" in p for p in t.files)  # hidden tests are not in the workspace
         if t.metadata["kind"] == "reimplement":
             assert "raise NotImplementedError" in t.files[entry]
@@ -80,7 +80,11 @@ def test_minicalc_discard_reasons_and_hidden_tests(minicalc: tuple[FromRepoResul
     assert result.baseline["passed"] < result.baseline["collected"]
     for t in result.tasks:
         hidden = "\n".join(t.verifier.tests.values())
-        assert "def test_known_failure" not in hidden and "def test_uses_conftest_fixture" not in hidden
+        assert "def test_known_failure" not in hidden  # fails at baseline: never decides a task
+    # the repo's conftest.py travels with the hidden tests, so a test using its fixture can decide a task
+    fixture_users = [t for t in result.tasks if "tests/test_stack.py::test_uses_conftest_fixture"
+                     in t.metadata["hidden_tests"]]
+    assert fixture_users and all("tests/conftest.py" in t.verifier.tests for t in fixture_users)
     ids = {t.id for t in result.tasks}
     assert "minicalc/reimplement/minicalc.arith.clamp" in ids
     assert not any("unused_helper" in i or ".double" in i for i in ids)

@@ -132,10 +132,10 @@ def test_snapshot_skips_and_flattens(tmp_path: Path) -> None:
     snap = read_repo(tmp_path, max_file_bytes=1000)
     assert set(snap.files) == {"pkg/__init__.py"}
     assert snap.repo_path("pkg/__init__.py") == "src/pkg/__init__.py"
-    assert len(snap.tests) == 2 and all("/" not in n for n in snap.tests)
+    assert set(snap.tests) == {"tests/unit/test_pkg.py", "tests/integration/test_pkg.py"}  # layout kept
     reasons = dict(snap.skipped)
     assert reasons["src/pkg/big.py"].startswith("over") and reasons["src/pkg/bin.py"] == "binary"
-    assert "tests/conftest.py" in reasons
+    assert "tests/conftest.py" in snap.support and "tests/conftest.py" not in snap.files
 
 
 def test_snapshot_errors_say_what_to_do(tmp_path: Path) -> None:
