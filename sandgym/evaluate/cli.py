@@ -13,9 +13,9 @@ import argparse
 from collections.abc import Iterator, Mapping
 from typing import Any, get_args, get_origin
 
-from sandgym.configs import Flag, config_flags, flag_overrides, flag_value
+from sandgym.configs import Flag, config_flags, flag_overrides, flag_value, to_toml
 from sandgym.errors import ConfigError
-from sandgym.evaluate.config import EvalConfig
+from sandgym.evaluate.config import EvalConfig, load_eval_config
 
 FLAGS: tuple[Flag, ...] = tuple(config_flags(EvalConfig, sections=("rollout",), skip=("metadata",)))
 """Every flag of ``sandgym eval`` but --set/--print-config: one per field of EvalConfig and of its [rollout]."""
@@ -156,8 +156,6 @@ def flags_to_overrides(args: argparse.Namespace) -> tuple[list[str], dict[str, s
 
 def load(args: argparse.Namespace) -> EvalConfig:
     """The config of an ``eval`` command line: CONFIG, then the flags, then ``--set``."""
-    from sandgym.evaluate.config import load_eval_config
-
     overrides, labels = flags_to_overrides(args)
     return load_eval_config(args.config, [*overrides, *args.overrides], labels)
 
@@ -165,8 +163,6 @@ def load(args: argparse.Namespace) -> EvalConfig:
 def _eval(args: argparse.Namespace) -> int:
     config = load(args)
     if args.print_config:
-        from sandgym.configs import to_toml
-
         print(to_toml(config), end="")
         return 0
     if not config.policy:

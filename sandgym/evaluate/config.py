@@ -84,7 +84,3 @@ def load_eval_config(path: str | Path | None = None, overrides: Sequence[str] = 
     """TOML file (optional) + ``key=value`` overrides -> a validated :class:`EvalConfig` (``labels``: how errors
     name an override, e.g. the flag it came from)."""
     return load_dataclass(EvalConfig, path, overrides, labels=labels)
-
-
-def parse_suites(values: Sequence[str]) -> tuple[str, ...]:
-    return tuple(s for v in values for s in v.split(",") if s)
