@@ -61,6 +61,9 @@ def add_from_repo(sub: Any) -> None:
                    help="extra secret pattern (repeatable)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds for the baseline test run")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
+    p.add_argument("--requirement", "-r", action="append", default=[], metavar="SPEC",
+                   help="a package the project or its tests import (repeatable; pip specifier, built once into a "
+                        "cached environment mounted in the sandbox; SANDGYM_WHEELHOUSE for offline)")
     p.set_defaults(func=cmd_from_repo)
 
 
@@ -72,7 +75,8 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
         repo=args.path, out=args.out, kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
         max_tasks=args.max_tasks, heldout_fraction=args.heldout_fraction, seed=args.seed, name=args.name,
         max_file_bytes=args.max_file_kb * 1000, scrub=not args.no_scrub,
-        scrub_patterns=parse_patterns(args.scrub_pattern), timeout_s=args.timeout, backend=args.backend)
+        scrub_patterns=parse_patterns(args.scrub_pattern), timeout_s=args.timeout, backend=args.backend,
+        requirements=tuple(args.requirement))
     result = run(config)
     report = result.report()
     print(f"made {report['made']} task(s) {report['made_by_kind']} splits {report['made_by_split']}")

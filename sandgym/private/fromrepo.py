@@ -62,6 +62,9 @@ class FromRepoConfig:
     timeout_s: float = 120.0
     """Limit of the baseline test run; later runs get 3x the baseline time plus 10 s."""
     backend: str = "local"
+    requirements: tuple[str, ...] = ()
+    """Packages the project and its tests import (pip specifiers; e.g. ``hypothesis`` or ``.[test]`` deps
+    spelled out): every sandbox run and every task gets them (``Task.requirements``, a cached environment)."""
 
     def __post_init__(self) -> None:
         bad = [k for k in self.kinds if k not in KINDS]
@@ -127,11 +130,11 @@ REPO_ISOLATION: Isolation = "in-process"
 in-process and keep that limit (docs/SANDBOX.md): audit a from-repo suite with ``sandgym rewards audit``."""
 
 
-def _default_factory(backend: str) -> SandboxFactory:
+def _default_factory(backend: str, requirements: tuple[str, ...] = ()) -> SandboxFactory:
     def make(timeout_s: float) -> Sandbox:
-        from sandgym.sandbox import make_sandbox
+        from sandgym.sandbox.factory import make_sandbox
 
-        return make_sandbox(backend, limits=Limits(timeout_s=timeout_s, memory_mb=2048))
+        return make_sandbox(backend, limits=Limits(timeout_s=timeout_s, memory_mb=2048), requirements=requirements)
     return make
 
 
@@ -222,7 +225,7 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         tests, r2 = scrubber.files(tests)
         support, r3 = scrubber.files(support)
         scrub_report = ScrubReport(r1.findings + r2.findings + r3.findings)
-    make = sandbox_factory or _default_factory(config.backend)
+    make = sandbox_factory or _default_factory(config.backend, tuple(config.requirements))
     runner = _Runner(make, files, config.timeout_s, support)
     try:
         base = runner.run(tests, expected=1)
@@ -351,6 +354,7 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
         reference=Reference(files={target.file: files[target.file]}),
         limits=TaskLimits(max_turns=12, exec_timeout_s=max(10.0, round(timeout_s)), episode_timeout_s=600.0),
         difficulty=difficulty,
+        requirements=tuple(config.requirements),
         metadata={"entry_file": target.file, "source_file": snap.repo_path(target.file), "repo": config.suite_name,
                   "function": target.qualname, "kind": mutation.kind,
                   "mutation": {"operator": mutation.operator, "line": mutation.line, "before": mutation.before,
