@@ -50,6 +50,9 @@ def test_jsonl_round_trip(tmp_path: Path) -> None:
     assert back[0].outcome == OUTCOME and isinstance(back[0].outcome.grade, Grade)
     assert (back[0].success, back[0].failure_mode) == (True, "success") and back[2].outcome is None
     assert len(path.read_text().splitlines()) == 2 + 1
+    logged = tmp_path / "trajectories.jsonl"  # as the training logger writes it: {"step": N, **to_json()}
+    logged.write_text("".join(json.dumps({"step": 3, **t.to_json()}) + "\n" for t in trajs))
+    assert load_jsonl(logged) == trajs
 
 
 def test_outcome_decides_success_and_failure_mode() -> None:
