@@ -10,9 +10,8 @@ import pytest
 
 from sandgym.cli import main
 from sandgym.errors import TaskError
-from sandgym.tasks.load import load_path, task_from_dict
+from sandgym.tasks.load import load_path, task_from_dict, validate_path
 from sandgym.tasks.task import TaskLimits
-from sandgym.tasks.validate import validate_path
 
 
 def _good(**extra) -> dict:

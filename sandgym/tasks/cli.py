@@ -79,7 +79,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from sandgym.tasks.validate import validate_path
+    from sandgym.tasks.load import validate_path
 
     problems = validate_path(args.path)
     for problem in problems:

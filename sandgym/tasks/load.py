@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import TaskError
-from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
+from sandgym.tasks.task import Task, build_task
 from sandgym.tasks.validate import Problem, check_record, duplicate_ids, raise_problems
 
 try:
@@ -53,15 +53,7 @@ def task_from_dict(data: Mapping[str, Any], *, file: str = "<dict>", line: int |
     """Build a Task from a parsed record; TaskError lists every problem when ``check`` (the default)."""
     if check:
         raise_problems(check_record(data, file=file, line=line))
-    fields = dict(data)
-    fields["verifier"] = Verifier(**dict(fields["verifier"]))
-    if fields.get("reference") is not None:
-        fields["reference"] = Reference(**dict(fields["reference"]))
-    if fields.get("limits") is not None:
-        fields["limits"] = TaskLimits(**dict(fields["limits"]))
-    else:
-        fields.pop("limits", None)
-    return Task(**fields)
+    return build_task(data)
 
 
 def _build(data: Mapping[str, Any], file: str, line: int | None, problems: list[Problem], tasks: list[Task],
@@ -410,3 +402,9 @@ def _from_arrow(row: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, dict):
             holder[key] = {k: v for k, v in value.items() if v is not None}
     return data
+
+
+def validate_path(path: str | Path) -> list[Problem]:
+    """Every problem in a JSONL file, a task folder or a directory of them (empty list: all good)."""
+    _, problems = collect_path(Path(path))
+    return problems

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -64,6 +66,41 @@ class Verifier:
             raise TaskError("verifier.kind='script' needs verifier.script (Python printing {\"score\": x})")
 
 
+LIMIT_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "max_turns": (1, 1000, "turns"),
+    "exec_timeout_s": (0.1, 3600.0, "seconds"),
+    "episode_timeout_s": (1.0, 7 * 24 * 3600.0, "seconds"),
+    "max_observation_chars": (100, 10_000_000, "characters"),
+}
+"""Allowed range (inclusive) of each ``limits`` field: zero, negative, NaN and absurd values wreck episodes."""
+DIFFICULTY_BOUNDS = (1, 100)
+
+
+def limit_error(name: str, value: Any) -> tuple[str, str] | None:
+    """(message, fix) when ``limits.<name>`` (or ``difficulty``) is out of range, else None (types checked elsewhere)."""
+    lo: float
+    hi: float
+    if name == "difficulty":
+        lo, hi, unit = DIFFICULTY_BOUNDS[0], DIFFICULTY_BOUNDS[1], "(1 = easiest)"
+    elif name in LIMIT_BOUNDS:
+        lo, hi, unit = LIMIT_BOUNDS[name]
+    else:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or not lo <= value <= hi:
+        fix = f"set it between {lo:g} and {hi:g} {unit}"
+        if name in LIMIT_BOUNDS:
+            fix += f", or leave it out for the default ({getattr(_default_limits(), name):g})"
+        return f"{value!r} is out of range: must be a finite number between {lo:g} and {hi:g}", fix
+    return None
+
+
+@functools.cache
+def _default_limits() -> TaskLimits:
+    return TaskLimits()
+
+
 @dataclass(frozen=True)
 class Reference:
     """A known-good solution: workspace files to write and/or a final answer to submit."""
@@ -82,8 +119,6 @@ class TaskLimits:
     max_observation_chars: int = 8000
 
     def __post_init__(self) -> None:
-        from sandgym.tasks.validate import limit_error
-
         for name in type(self).__dataclass_fields__:
             bad = limit_error(name, getattr(self, name))
             if bad is not None:
@@ -139,8 +174,20 @@ class Task:
             raise TaskError(f"task {self.id}: split={self.split!r} is not one of {SPLITS}")
         if not self.prompt.strip():
             raise TaskError(f"task {self.id}: prompt is empty; say what the agent must do")
-        from sandgym.tasks.validate import limit_error
-
         bad = limit_error("difficulty", self.difficulty)
         if bad is not None:
             raise TaskError(f"task {self.id}: difficulty={self.difficulty!r}: {bad[0]} (fix: {bad[1]})")
+
+
+def build_task(data: Mapping[str, Any]) -> Task:
+    """A Task from a parsed record whose schema was checked (``tasks.validate.check_record``): the nested
+    ``verifier``, ``reference`` and ``limits`` objects become their dataclasses."""
+    fields = dict(data)
+    fields["verifier"] = Verifier(**dict(fields["verifier"]))
+    if fields.get("reference") is not None:
+        fields["reference"] = Reference(**dict(fields["reference"]))
+    if fields.get("limits") is not None:
+        fields["limits"] = TaskLimits(**dict(fields["limits"]))
+    else:
+        fields.pop("limits", None)
+    return Task(**fields)

@@ -9,55 +9,28 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import math
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sandgym.errors import TaskError
-from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier, requirement_error
+from sandgym.tasks.task import (
+    Reference,
+    Task,
+    TaskLimits,
+    Verifier,
+    build_task,
+    limit_error,
+    requirement_error,
+)
 
 NESTED: dict[str, type] = {"verifier": Verifier, "reference": Reference, "limits": TaskLimits}
 TEXT_MAPPINGS = ("files", "visible_tests", "tests", "traps")
 """Fields that map a relative file name to file text."""
 
 
-LIMIT_BOUNDS: dict[str, tuple[float, float, str]] = {
-    "max_turns": (1, 1000, "turns"),
-    "exec_timeout_s": (0.1, 3600.0, "seconds"),
-    "episode_timeout_s": (1.0, 7 * 24 * 3600.0, "seconds"),
-    "max_observation_chars": (100, 10_000_000, "characters"),
-}
-"""Allowed range (inclusive) of each ``limits`` field: zero, negative, NaN and absurd values wreck episodes."""
-DIFFICULTY_BOUNDS = (1, 100)
-
-
-def limit_error(name: str, value: Any) -> tuple[str, str] | None:
-    """(message, fix) when ``limits.<name>`` (or ``difficulty``) is out of range, else None (types checked elsewhere)."""
-    lo: float
-    hi: float
-    if name == "difficulty":
-        lo, hi, unit = DIFFICULTY_BOUNDS[0], DIFFICULTY_BOUNDS[1], "(1 = easiest)"
-    elif name in LIMIT_BOUNDS:
-        lo, hi, unit = LIMIT_BOUNDS[name]
-    else:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if not math.isfinite(value) or not lo <= value <= hi:
-        fix = f"set it between {lo:g} and {hi:g} {unit}"
-        if name in LIMIT_BOUNDS:
-            fix += f", or leave it out for the default ({getattr(_default_limits(), name):g})"
-        return f"{value!r} is out of range: must be a finite number between {lo:g} and {hi:g}", fix
-    return None
-
-
-@functools.cache
-def _default_limits() -> TaskLimits:
-    return TaskLimits()
 
 
 @dataclass(frozen=True)
@@ -261,9 +234,7 @@ def _semantic(data: Mapping[str, Any], file: str, where: Callable[[str], int | N
         add("verifier.script", "kind 'script' needs a check script", "add Python that prints {\"score\": x}")
     if not out:
         try:
-            from sandgym.tasks.load import task_from_dict
-
-            task_from_dict(data, file=file, line=None, check=False)
+            build_task(data)
         except (TaskError, TypeError, ValueError) as exc:
             add("", str(exc), "correct the field named in the message")
     return out
@@ -283,9 +254,3 @@ def duplicate_ids(records: list[tuple[str, int | None, str]]) -> list[Problem]:
     return out
 
 
-def validate_path(path: str | Path) -> list[Problem]:
-    """Every problem in a JSONL file, a task folder or a directory of them (empty list: all good)."""
-    from sandgym.tasks.load import collect_path
-
-    _, problems = collect_path(Path(path))
-    return problems

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sandgym.tasks.load import load_folder, load_jsonl
-from sandgym.tasks.validate import validate_path
+from sandgym.tasks.load import load_folder, load_jsonl, validate_path
 
 DOC = (Path(__file__).parents[2] / "docs" / "TASKS.md").read_text()
 

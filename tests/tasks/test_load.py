@@ -18,9 +18,10 @@ from sandgym.tasks.load import (
     save_jsonl,
     task_from_dict,
     task_to_dict,
+    validate_path,
 )
 from sandgym.tasks.registry import load_suite
-from sandgym.tasks.validate import Problem, validate_path
+from sandgym.tasks.validate import Problem
 
 
 @pytest.fixture(scope="module")

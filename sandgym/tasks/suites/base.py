@@ -5,10 +5,12 @@ from __future__ import annotations
 import inspect
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sandgym.errors import TaskError
+from sandgym.tasks.suites.reference import call_args, copy_value, run_reference
+from sandgym.tasks.suites.traps import default_traps, trap_file, trap_tests
 from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier
 
 MAX_DIFFICULTY = 4
@@ -131,36 +133,19 @@ class FuncProblem:
         return f'{self.signature}\n    """{self.doc}"""\n    raise NotImplementedError\n'
 
 
-def run_reference(source: str, name: str) -> Any:
-    """Execute our own (trusted, generated) reference source and return the object ``name`` it defines."""
-    namespace: dict[str, Any] = {"__name__": "solution"}
-    exec(compile(source, "<reference solution.py>", "exec"), namespace)
-    return namespace[name]
-
-
-def call_args(args: Sequence[Any]) -> str:
-    return ", ".join(repr(a) for a in args)
-
-
 def function_tests(name: str, source: str, cases: Sequence[tuple[Any, ...]], module: str = "solution") -> str:
     """A pytest file with one test function per case; expected values come from the reference."""
     fn = run_reference(source, name)
     lines = [f"from {module} import {name}", ""]
     for i, args in enumerate(cases):
-        expected = fn(*[_copy(a) for a in args])
+        expected = fn(*[copy_value(a) for a in args])
         lines += ["", f"def test_{name}_{i}():", f"    assert {name}({call_args(args)}) == {expected!r}", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _copy(value: Any) -> Any:
-    import copy
-
-    return copy.deepcopy(value)
-
-
 def example_line(name: str, source: str, args: tuple[Any, ...]) -> str:
     fn = run_reference(source, name)
-    return f"{name}({call_args(args)}) == {fn(*[_copy(a) for a in args])!r}"
+    return f"{name}({call_args(args)}) == {fn(*[copy_value(a) for a in args])!r}"
 
 
 def coding_task(
@@ -221,8 +206,6 @@ def function_task(
     starting_source: str | None = None,
 ) -> Task:
     """A task whose answer is one function in ``solution.py`` (hidden tests: one test per case, plus traps)."""
-    from sandgym.tasks.suites.traps import trap_file, trap_tests
-
     source = problem.source
     tests = function_tests(problem.name, source, problem.cases)
     traps, n_traps = trap_tests(problem.name, source, problem.traps, exclude=problem.cases)
@@ -318,8 +301,6 @@ def template_family(
 
 
 def _default_traps(params: str) -> tuple[tuple[Any, ...], ...]:
-    from sandgym.tasks.suites.traps import default_traps
-
     return default_traps(params)
 
 
@@ -344,3 +325,13 @@ def sentence(rng: random.Random, lo: int = 2, hi: int = 5) -> str:
 
 def ints(rng: random.Random, lo: int = 0, hi: int = 6, vlo: int = -9, vhi: int = 20) -> list[int]:
     return [rng.randint(vlo, vhi) for _ in range(rng.randint(lo, hi))]
+
+
+def with_traps(table: Mapping[int, Sequence[Template]], traps: Mapping[str, tuple[tuple[Any, ...], ...]]
+               ) -> dict[int, list[Template]]:
+    """``table`` with explicit traps for the templates named in ``traps`` (by key); TaskError on unknown keys."""
+    keys = {t.key for ts in table.values() for t in ts}
+    unknown = sorted(set(traps) - keys)
+    if unknown:
+        raise TaskError(f"traps for unknown template keys {unknown} (a bug in the family definition)")
+    return {lvl: [replace(t, traps=traps[t.key]) if t.key in traps else t for t in ts] for lvl, ts in table.items()}

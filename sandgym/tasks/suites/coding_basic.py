@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
-from sandgym.tasks.suites.base import FamilySpec, Template, ints, sentence, template_family, word
-from sandgym.tasks.suites.traps import BIG, with_traps
+from sandgym.tasks.suites.base import FamilySpec, Template, ints, sentence, template_family, with_traps, word
+from sandgym.tasks.suites.traps import BIG
 
 
 def _w(rng: random.Random) -> tuple[str]:

@@ -16,9 +16,10 @@ from sandgym.tasks.suites.base import (
     generate,
     run_reference,
     template_family,
+    with_traps,
     word,
 )
-from sandgym.tasks.suites.traps import BIG, with_traps
+from sandgym.tasks.suites.traps import BIG
 from sandgym.tasks.task import Task
 
 

@@ -11,14 +11,13 @@ Traps are graded separately (``Verifier.traps``): ``completion`` is decided by t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 from sandgym.errors import TaskError
-from sandgym.tasks.suites.base import Template, call_args, run_reference
+from sandgym.tasks.suites.reference import call_args, copy_value, run_reference
 
-__all__ = ["BIG", "DEFAULT_TRAPS", "default_traps", "trap_file", "trap_tests", "with_traps"]
+__all__ = ["BIG", "DEFAULT_TRAPS", "default_traps", "trap_file", "trap_tests"]
 
 BIG = 2**64 + 1
 """Beyond 64-bit integers and beyond exact floats: ``x / 2`` and ``n ** 0.5`` shortcuts break here."""
@@ -60,26 +59,10 @@ def trap_tests(
             continue
         seen.add(repr(args))
         try:
-            expected = fn(*[_copy(a) for a in args])
+            expected = fn(*[copy_value(a) for a in args])
         except Exception as exc:
             raise TaskError(f"trap {name}({call_args(args)}) makes the reference raise {exc!r}; "
                             "give the template explicit traps inside its domain") from exc
         lines += ["", f"def test_trap_{name}_{n}():", f"    assert {name}({call_args(args)}) == {expected!r}", ""]
         n += 1
     return "\n".join(lines).rstrip() + "\n", n
-
-
-def _copy(value: Any) -> Any:
-    import copy
-
-    return copy.deepcopy(value)
-
-
-def with_traps(table: Mapping[int, Sequence[Template]], traps: Mapping[str, tuple[tuple[Any, ...], ...]]
-               ) -> dict[int, list[Template]]:
-    """``table`` with explicit traps for the templates named in ``traps`` (by key); TaskError on unknown keys."""
-    keys = {t.key for ts in table.values() for t in ts}
-    unknown = sorted(set(traps) - keys)
-    if unknown:
-        raise TaskError(f"traps for unknown template keys {unknown} (a bug in the family definition)")
-    return {lvl: [replace(t, traps=traps[t.key]) if t.key in traps else t for t in ts] for lvl, ts in table.items()}
