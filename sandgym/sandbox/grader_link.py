@@ -299,6 +299,12 @@ class _Loader(importlib.abc.Loader):
         return None
 
 
+def _is_stdlib_path(path):
+    base = os.path.realpath(sys.base_prefix)
+    real = os.path.realpath(path) if path else ""
+    return real.startswith(base + os.sep) and "-packages" not in real
+
+
 class SolutionFinder(importlib.abc.MetaPathFinder):
     """Proxies the modules found in the workspace and nowhere else (stdlib and the grader's packages win)."""
 
@@ -311,7 +317,9 @@ class SolutionFinder(importlib.abc.MetaPathFinder):
         if top not in self.tops:
             if "." in fullname or fullname in sys.builtin_module_names:
                 return None
-            others = [p for p in sys.path if p not in (self.workspace, "", ".")]
+            # only the standard library beats the workspace: the project under test wins over a same-named
+            # package of the sandbox's Python (six, packaging, ...), as it does in the solution's process
+            others = [p for p in sys.path if p not in (self.workspace, "", ".") and _is_stdlib_path(p)]
             if importlib.machinery.PathFinder.find_spec(fullname, others) is not None:
                 return None
             if importlib.machinery.FrozenImporter.find_spec(fullname) is not None:

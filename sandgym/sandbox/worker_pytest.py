@@ -63,6 +63,13 @@ def pytest_args(rootdir, paths, collect_only=False, conftest=False):
     return args + list(paths)
 
 
+def is_stdlib_path(path):
+    """Whether a ``sys.path`` entry holds the standard library (not site-/dist-packages, not our runtime)."""
+    base = os.path.realpath(sys.base_prefix)
+    real = os.path.realpath(path) if path else ""
+    return real.startswith(base + os.sep) and "-packages" not in real
+
+
 def pytest_child(req, cfg, set_limits, finish, exit_code_of):
     """Run pytest on the hidden files (in a child forked by the worker); never returns."""
     import signal
@@ -71,7 +78,10 @@ def pytest_child(req, cfg, set_limits, finish, exit_code_of):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.argv = ["pytest"]
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # no pytest11 entry points (a planted *.dist-info)
-    sys.path[:] = [p for p in sys.path if p not in ("", cfg["workspace"])] + [cfg["workspace"]]
+    # the standard library first (a planted json.py never shadows it), then the workspace (the project under test
+    # wins over a same-named package the sandbox's Python happens to have, e.g. six), then the rest
+    rest = [p for p in sys.path if p not in ("", cfg["workspace"])]
+    sys.path[:] = [p for p in rest if is_stdlib_path(p)] + [cfg["workspace"]] + [p for p in rest if not is_stdlib_path(p)]
     os.set_inheritable(3, False)  # the report pipe never reaches a process the tests start
     code = 3
     try:
