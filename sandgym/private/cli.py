@@ -81,7 +81,11 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     report = result.report()
     print(f"made {report['made']} task(s) {report['made_by_kind']} splits {report['made_by_split']}")
     print(f"discarded {report['discarded']}: {report['discarded_by_reason']}")
-    print(f"baseline: {report['baseline']}; secrets removed: {report['scrub']['by_kind'] or 'none'}")
+    base = dict(report["baseline"])
+    errors = base.pop("collection_errors", [])
+    print(f"baseline: {base}; secrets removed: {report['scrub']['by_kind'] or 'none'}")
+    for err in errors:
+        print(f"  baseline collection error: {err}")
     print(f"wrote {Path(args.out) / TASKS_NAME} and {Path(args.out) / REPORT_NAME}")
     return 0 if result.made else 1
 

@@ -234,13 +234,21 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
             raise TaskError(f"{config.repo}: the baseline test run gave no report (timed out or crashed): {tail}; "
                             f"raise --timeout (now {config.timeout_s}s) or check that the tests run with plain pytest")
         passing = {o.name for o in base.outcomes if o.outcome == "passed"}
+        errors = [f"{o.name}: {_last_error_line(o.message)}" for o in base.outcomes
+                  if o.outcome == "error" and "::" not in o.name]
         baseline = {"collected": base.reported, "passed": len(passing), "test_files": len(tests),
-                    "wall_s": round(base.exec.wall_s if base.exec else 0.0, 2)}
+                    "wall_s": round(base.exec.wall_s if base.exec else 0.0, 2), "collection_errors": errors[:20]}
         runner.timeout_s = 3 * baseline["wall_s"] + 10.0
         made, discards, splits = _generate(config, snap, files, tests, base, passing, runner, scrubber)
     finally:
         runner.close()
     return FromRepoResult(tuple(made), tuple(discards), baseline, splits, scrub_report, len(files), snap.skipped)
+
+
+def _last_error_line(message: str) -> str:
+    """The line of a collection error that says why (``E   ModuleNotFoundError: ...``), for the report."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip().startswith("E ")]
+    return (lines[-1][1:].strip() if lines else message.strip()[-200:])[:300]
 
 
 def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: dict[str, str],
