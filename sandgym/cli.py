@@ -15,7 +15,6 @@ from sandgym.private.cli import add_from_repo
 COMMAND_MODULES: tuple[str, ...] = (
     "sandgym.rollout.cli",  # run, envs, rewards
     "sandgym.tasks.cli",
-    "sandgym.agents.cli",
     "sandgym.experiments.cli",  # train + sft (sandgym.train.cli, with the periodic evaluation hook), sweep
     "sandgym.evaluate.cli",
     "sandgym.sandbox.cli",
@@ -32,13 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sandgym {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a subpackage whose commands are not built yet
-            if exc.name == name:
-                continue
-            raise
-        added = module.add_commands(sub)
+        added = importlib.import_module(name).add_commands(sub)
         if name == "sandgym.tasks.cli":  # `tasks from-repo` lives in sandgym.private, above tasks
             add_from_repo(added)
     return parser
