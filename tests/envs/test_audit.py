@@ -244,3 +244,5 @@ def test_audit_sample_of_every_builtin_suite(local_ok) -> None:
         for fam in result.families:
             assert result.cell(BASELINE, fam).completion_rate == 0.0
         assert len(result.cells) == len(result.attacks) * len(result.families)
+        # the grading fix holds on every built-in suite: no attack beats noop, none gets an episode dropped
+        assert not result.hacks and not result.drops, result.to_markdown()
