@@ -95,7 +95,7 @@ class FromRepoResult:
 
     tasks: tuple[Task, ...]
     discards: tuple[Discard, ...]
-    baseline: Mapping[str, float]
+    baseline: Mapping[str, Any]
     splits: Mapping[str, str]
     """Source file -> split."""
     scrub: ScrubReport
@@ -236,9 +236,10 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         passing = {o.name for o in base.outcomes if o.outcome == "passed"}
         errors = [f"{o.name}: {_last_error_line(o.message)}" for o in base.outcomes
                   if o.outcome == "error" and "::" not in o.name]
-        baseline = {"collected": base.reported, "passed": len(passing), "test_files": len(tests),
-                    "wall_s": round(base.exec.wall_s if base.exec else 0.0, 2), "collection_errors": errors[:20]}
-        runner.timeout_s = 3 * baseline["wall_s"] + 10.0
+        wall = round(base.exec.wall_s if base.exec else 0.0, 2)
+        baseline: dict[str, Any] = {"collected": base.reported, "passed": len(passing), "test_files": len(tests),
+                                    "wall_s": wall, "collection_errors": errors[:20]}
+        runner.timeout_s = 3 * wall + 10.0
         made, discards, splits = _generate(config, snap, files, tests, base, passing, runner, scrubber)
     finally:
         runner.close()
