@@ -17,31 +17,11 @@ import sys
 import traceback
 
 import wire
+from worker import _prctl, _set_limits  # the zygote's own helpers (same runtime dir)
 
 CFG: dict = {}
 _BUILTIN_EXC = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)
                 and issubclass(getattr(builtins, n), BaseException)}
-
-
-def _prctl(option, arg):
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
-    except Exception:
-        pass
-
-
-def _set_limits(lim):
-    import resource
-
-    for which, key, unit in ((resource.RLIMIT_AS, "as_mb", 1 << 20), (resource.RLIMIT_FSIZE, "fsize_mb", 1 << 20),
-                             (resource.RLIMIT_NPROC, "nproc", 1), (resource.RLIMIT_NOFILE, "nofile", 1)):
-        if lim.get(key) is not None:
-            try:  # noqa: SIM105
-                resource.setrlimit(which, (int(lim[key]) * unit, int(lim[key]) * unit))
-            except (ValueError, OSError):
-                pass
 
 
 class Server:
