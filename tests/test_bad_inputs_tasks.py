@@ -8,23 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from sandgym.cli import main
 from sandgym.errors import TaskError
 from sandgym.tasks.load import load_path, task_from_dict, validate_path
 from sandgym.tasks.task import TaskLimits
+from tests.test_bad_inputs import _run  # one CLI runner for both batteries: no traceback, (code, text)
 
 
 def _good(**extra) -> dict:
     return {"id": "t1", "domain": "coding", "family": "demo", "split": "train", "prompt": "Say hi.",
             "verifier": {"kind": "match", "answer": "hi"}, **extra}
-
-
-def _run(capsys, argv: list[str]) -> tuple[int, str]:
-    code = main(argv)
-    out = capsys.readouterr()
-    text = out.out + out.err
-    assert "Traceback" not in text
-    return code, text
 
 
 BAD_LIMITS = [
