@@ -51,3 +51,38 @@ def test_rerun_with_another_config_is_refused(tmp_path):
     other = load_config("examples/quickstart.toml", ["optim.steps=3"])
     with pytest.raises(ConfigError, match="different config"):
         check_same_config(tmp_path, other)
+
+
+def _tf_rows(recover: float, n_tasks: int = 12, samples: int = 4) -> list[EpisodeRow]:
+    """Test-and-fix episodes: every first attempt fails; a share ``recover`` of them is fixed and submitted."""
+    from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
+
+    rows = []
+    for t in range(n_tasks):
+        for s in range(samples):
+            ok = (t * samples + s) % 20 < recover * 20
+            o = EpisodeOutcome(task_id=f"strings-{t}", domain="coding", family="strings",
+                               grade=Grade(tests_passed=2 * ok, tests_expected=2),
+                               actions=Actions(turns=3, submitted=ok, code_actions=3, test_runs=2,
+                                               first_test_passed=False, tested_before_submit=ok),
+                               truncation=None if ok else "max_turns")
+            rows.append(EpisodeRow(seed=0, task_id=o.task_id, domain="coding", family="strings", unseen=False,
+                                   sample=s, success=o.success, reward=float(ok), failure_mode=o.failure_mode,
+                                   turns=3, gen_tokens=10, sandbox_s=0.1, truncated=not ok, infra_failure=False,
+                                   trajectory={"outcome": o.to_dict()}))
+    return rows
+
+
+def test_test_and_fix_track_reports_behaviour_and_rl_change(tmp_path):
+    from sandgym.experiments.demo import TRACKS
+
+    cfg = eval_config(load_config(str(TRACKS["test_and_fix"])), tmp_path, n_tasks=12, samples=4, seeds=1)
+    cfg = cfg.__class__(**{**cfg.__dict__, "trained_families": ("strings",)})
+    rows = {"base": _tf_rows(0.1), "sft": _tf_rows(0.3), "sft_rl": _tf_rows(0.8)}
+    for name in rows:
+        (tmp_path / name).mkdir()
+    text, metrics = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
+    assert "| policy | first attempt pass | recovery |" in text and "RL over SFT (paired)" in text
+    assert "Behaviour, RL over SFT: recovery +0.458" in text
+    assert metrics["sft_rl"]["behaviour"]["recovery"]["value"] > metrics["sft"]["behaviour"]["recovery"]["value"]
+    assert "## Behaviour" in (tmp_path / "REPORT.md").read_text()

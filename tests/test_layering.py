@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1] / "sandgym"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("configs/errors", ("sandgym.configs", "sandgym.errors")),
     ("sandbox", ("sandgym.sandbox",)),
-    ("tasks", ("sandgym.tasks", "sandgym.private.fromrepo", "sandgym.private.mutations", "sandgym.private.snapshot",
+    ("tasks", ("sandgym.tasks", "sandgym.private.fromrepo", "sandgym.private.snapshot",
                "sandgym.private.scrub", "sandgym.private")),
     ("envs", ("sandgym.envs", "sandgym")),
     ("agents", ("sandgym.agents", "sandgym.private.judge", "sandgym.private.feedback")),

@@ -7,6 +7,7 @@ Each speaks only through the environment's text interface (``<tool_call>`` JSON)
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from sandgym.tasks.mutations import bug_mutations, find_targets
 from sandgym.tasks.task import Task
 
 __all__ = ["ScriptedAgent", "OracleAgent", "NoopAgent", "RandomAgent", "EpisodeResult", "run_episode", "AGENTS",
@@ -59,13 +61,16 @@ class OracleAgent(_PlanAgent):
     ``list_files`` and a ``grep`` for the answer first; then ``submit(answer)``.
     """
 
+    STYLES = ("tools", "code", "fix")
+
     def __init__(self, style: str = "tools") -> None:
         super().__init__()
-        if style not in ("tools", "code"):
-            raise ValueError(f"OracleAgent style={style!r}; use 'tools' or 'code'")
+        if style not in self.STYLES:
+            raise ValueError(f"OracleAgent style={style!r}; use one of {list(self.STYLES)}")
         self.style = style
         """"tools": the multi-turn tool-call plan; "code": for single-file coding tasks, one turn that is only a
-        fenced python block of the reference (what an env with ``code_action="submit"`` accepts)."""
+        fenced python block of the reference (what an env with ``code_action="submit"`` accepts); "fix": the
+        test-and-fix plan of ``code_action="test"`` (see :func:`fix_plan`)."""
 
     def plan(self, task: Task) -> list[str]:
         ref = task.reference
@@ -73,7 +78,9 @@ class OracleAgent(_PlanAgent):
             raise ValueError(f"task {task.id} has no reference; the oracle needs reference files or an answer")
         entry = str(task.metadata.get("entry_file", "solution.py"))
         if self.style == "code" and set(ref.files) == {entry}:
-            return ["```python\n" + ref.files[entry].rstrip("\n") + "\n```"]
+            return [fenced(ref.files[entry])]
+        if self.style == "fix" and set(ref.files) == {entry}:
+            return fix_plan(task, ref.files[entry])
         turns: list[str] = []
         if ref.files:
             entry = str(task.metadata.get("entry_file", "solution.py"))
@@ -89,6 +96,24 @@ class OracleAgent(_PlanAgent):
             turns.append(call("list_files") + ("\n" + call("grep", pattern=first, fixed_strings=True) if first else ""))
         turns.append(call("submit", answer=ref.answer if ref.answer is not None else "done"))
         return turns
+
+
+def fenced(code: str) -> str:
+    return "```python\n" + code.rstrip("\n") + "\n```"
+
+
+def fix_plan(task: Task, reference: str) -> list[str]:
+    """Test-and-fix turns for ``code_action="test"``: for half of the tasks (by a hash of the id) a first attempt
+    with one small bug (a mutation of the reference, e.g. a flipped comparison), then the reference; for the
+    others the reference at once; then ``SUBMIT``. Every block is tested by the env before the next turn, so a
+    demonstration shows the failing test output, the fix and the passing run. Whether the bug fails the visible
+    tests is up to them: a caller keeps the demonstrations whose first run failed or whose first block passed."""
+    turns = [fenced(reference), "SUBMIT"]
+    if zlib.crc32(task.id.encode()) % 2:
+        return turns
+    targets = find_targets(reference)
+    bugs = bug_mutations(reference, targets[0], seed=zlib.crc32(task.id.encode())) if targets else []
+    return [fenced(bugs[0].source), *turns] if bugs else turns
 
 
 class NoopAgent(_PlanAgent):

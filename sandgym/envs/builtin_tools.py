@@ -166,6 +166,7 @@ def run_tests(ctx: ToolContext) -> str:
                                    **isolation_kwargs(ctx.task))
     if report.exec is not None:
         ctx.stats.record(report.exec)
+    ctx.visible_results.append(report.report_found and report.passed >= report.expected)
     lines = [f"Visible tests: {report.passed} passed, {report.expected - report.passed} not passed "
              f"(of {report.expected})."]
     if not report.report_found:
@@ -173,8 +174,18 @@ def run_tests(ctx: ToolContext) -> str:
         lines.append("The test run produced no report (crash, exit or timeout)." + (f"\n{tail}" if tail else ""))
     for o in report.outcomes:
         if o.outcome != "passed":
-            lines.append(f"{o.outcome.upper()} {o.name}: {o.message[:400]}")
+            lines.append(f"{o.outcome.upper()} {o.name.rsplit('::', 1)[-1]}: {failure_summary(o.message)}")
     return "\n".join(lines)
+
+
+def failure_summary(message: str, limit: int = 300) -> str:
+    """The lines of a pytest failure an agent acts on: the failing source line (``>``) and the first error line
+    (``E``), e.g. ``assert stretch('ab') == 'aabb' | AssertionError: assert 'aaabbb' == 'aabb'``. A message
+    without them (a collection error, a crash) is kept whole, up to ``limit`` characters."""
+    src = next((ln[1:].strip() for ln in message.splitlines() if ln.startswith(">")), "")
+    err = next((ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ") and ln[1:].strip()), "")
+    text = " | ".join(x for x in (src, err) if x) or message.strip()
+    return text[:limit]
 
 
 def submit(ctx: ToolContext, answer: str = "done") -> str:

@@ -59,6 +59,8 @@ class ToolContext:
         self.stats = RuntimeStats()
         self.submitted: str | None = None
         """The argument of ``submit`` once called (the final answer, or "done")."""
+        self.visible_results: list[bool] = []
+        """One entry per ``run_tests`` call: did every visible test pass (the env reads them for ``Actions``)."""
         self._factory = sandbox_factory
         self._sandbox: Sandbox | None = None
         self._session: Any = None

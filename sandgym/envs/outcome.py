@@ -81,6 +81,12 @@ class Actions:
     unknown_tools: int = 0
     bad_args: int = 0
     no_call_turns: int = 0
+    test_runs: int = 0
+    """Runs of the visible tests (``run_tests``, or a code block in ``code_action="test"``)."""
+    first_test_passed: bool | None = None
+    """Did every visible test pass on the first run (None: the tests were never run)."""
+    tested_before_submit: bool = False
+    """The agent submitted code that it had run the visible tests on (no change to the workspace since)."""
 
     @property
     def format_errors(self) -> int:

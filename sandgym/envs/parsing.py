@@ -176,4 +176,4 @@ def stop_strings_for(code_action: str | None) -> tuple[str, ...]:
     """Strings that end a model turn for this env setting: a finished tool call, and for code actions the
     closing fence of the block (so a model that keeps writing after its code does not run out of tokens)."""
     stops = ("</tool_call>",)
-    return (*stops, CODE_BLOCK_STOP) if code_action in ("python", "submit") else stops
+    return (*stops, CODE_BLOCK_STOP) if code_action in ("python", "submit", "test") else stops

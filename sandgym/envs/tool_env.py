@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -30,10 +31,14 @@ from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox
 from sandgym.tasks.task import Task
 
-__all__ = ["ToolEnv", "CodeAction", "DOMAIN_DESCRIPTIONS"]
+__all__ = ["ToolEnv", "CodeAction", "DOMAIN_DESCRIPTIONS", "CHANGING_TOOLS", "SUBMIT_WORD"]
 
 log = logging.getLogger(__name__)
-CodeAction = Literal["python", "submit"] | None
+CodeAction = Literal["python", "submit", "test"] | None
+CHANGING_TOOLS = frozenset({"write_file", "edit_file", "python", "bash"})
+"""Tools that may change the workspace: after one, the code is untested until the next ``run_tests``."""
+SUBMIT_WORD = re.compile(r"\bsubmit\b", re.IGNORECASE)
+"""In ``code_action="test"``, a turn with no code block and no tool call that says this submits."""
 
 DOMAIN_DESCRIPTIONS: Mapping[str, str] = {
     "coding": "You are a software engineer. Write or fix Python code in the workspace; hidden tests decide.",
@@ -52,6 +57,9 @@ class _Counts:
     tool_calls: int = 0
     code_actions: int = 0
     tool_errors: int = 0
+    test_runs: int = 0
+    first_test_passed: bool | None = None
+    tested_before_submit: bool = False
 
 
 _ERROR_FIELD = {"malformed": "malformed_calls", "unknown_tool": "unknown_tools", "bad_args": "bad_args",
@@ -69,7 +77,9 @@ class ToolEnv(gym.Env[str, str]):
         sandbox_factory: ``task -> Sandbox``, called once per episode on first tool use (overrides ``backend``).
         tools: tools offered to the agent (default: every built-in tool).
         code_action: what a fenced python block in a turn without ``<tool_call>`` does: ``"python"`` runs it,
-            ``"submit"`` writes it to the task's entry file and submits, None counts a no-call turn.
+            ``"submit"`` writes it to the task's entry file and submits, ``"test"`` writes it to the entry file and
+            runs the visible tests (test-and-fix: a later turn that says ``SUBMIT`` submits), None counts a
+            no-call turn.
         reward_weights: ``name[@vN]`` -> weight (default: ``RewardConfig()``'s).
         max_turns, max_total_observation_chars, episode_timeout_s: budgets (a task's own limits can only be
             tightened); running out truncates the episode, which is still graded.
@@ -115,8 +125,8 @@ class ToolEnv(gym.Env[str, str]):
         system_prompt: str | None = None,
         turn_rewards: bool = False,
     ) -> None:
-        if code_action not in ("python", "submit", None):
-            raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', None")
+        if code_action not in ("python", "submit", "test", None):
+            raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', 'test', None")
         if render_mode not in (None, "ansi"):
             raise ConfigError(f"render_mode={render_mode!r} is not supported; use 'ansi' or None")
         for name, value in (("max_turns", max_turns), ("max_total_observation_chars", max_total_observation_chars),
@@ -133,7 +143,7 @@ class ToolEnv(gym.Env[str, str]):
         self._spare_requirements: tuple[str, ...] = ()
         self.toolset = ToolSet(tools if tools is not None else builtin_tools())
         # Code actions run through these built-ins even when the agent is not offered them as tools.
-        self._code_action_tools = ToolSet(builtin_tools(["python", "write_file", "submit"]))
+        self._code_action_tools = ToolSet(builtin_tools(["python", "write_file", "run_tests", "submit"]))
         self.code_action: CodeAction = code_action
         if reward_config is None:
             reward_config = RewardConfig(weights=reward_weights) if reward_weights else RewardConfig()
@@ -186,6 +196,10 @@ class ToolEnv(gym.Env[str, str]):
         elif self.code_action == "submit":
             entry = task.metadata.get("entry_file", "solution.py")
             lines.append(f"A reply with only a ```python code block saves it as {entry} and submits.")
+        elif self.code_action == "test":
+            entry = task.metadata.get("entry_file", "solution.py")
+            lines.append(f"A reply with only a ```python code block saves it as {entry} and runs the visible tests; "
+                         "a reply SUBMIT submits.")
         lines.append("When finished, call submit (the answer to a question, or \"done\" after coding).")
         lines.append("Tools:\n" + self.toolset.render())
         return "\n".join(lines)
@@ -216,8 +230,10 @@ class ToolEnv(gym.Env[str, str]):
         self._ctx = ToolContext(task, self._sandbox_for)
         self._done = False
         self._counts = _Counts()
+        self._untested_change = False
         self._turns = 0
         self._obs_chars = 0
+        self._env_s = 0.0
         self._start = time.monotonic()
         self._decided = {}
         system = self.system_prompt(task)
@@ -249,6 +265,7 @@ class ToolEnv(gym.Env[str, str]):
         calls: list[ToolCall] = []
         errors: list[ParseError] = []
         infra: str | None = None
+        began = time.monotonic()
         try:
             calls, errors = self._run_turn(ctx, action, new)
         except SandboxError as exc:
@@ -256,6 +273,7 @@ class ToolEnv(gym.Env[str, str]):
         except Exception as exc:  # a bug must not kill a rollout worker; flagged as infra, logged
             log.exception("ToolEnv.step failed on task %s", ctx.task.id)
             infra = f"internal error: {type(exc).__name__}: {exc}"
+        self._env_s += time.monotonic() - began
         self._obs_chars += sum(len(m["content"]) for m in new)
         truncation = "infra" if infra else self._budget_exhausted(ctx)
         terminated = infra is None and ctx.submitted is not None
@@ -327,6 +345,9 @@ class ToolEnv(gym.Env[str, str]):
             if parsed.code_blocks and self.code_action is not None:
                 calls = self._code_action_calls(ctx, parsed.code_blocks[-1])
                 self._counts.code_actions += 1
+            elif self.code_action == "test" and SUBMIT_WORD.search(text):
+                calls = [ToolCall("submit", {"answer": "done"}, raw=text, code_action=True)]
+                self._counts.code_actions += 1
             else:
                 hint = " Or reply with a ```python code block." if self.code_action else ""
                 errors.append(ParseError(
@@ -344,6 +365,7 @@ class ToolEnv(gym.Env[str, str]):
             result = toolset.call(ctx, call)
             if not result.ok:
                 self._counts.tool_errors += 1
+            self._track_testing(ctx, call.name)
             new.append({"role": "tool", "name": call.name, "content": result.content})
         for e in errors:
             setattr(self._counts, _ERROR_FIELD[e.kind], getattr(self._counts, _ERROR_FIELD[e.kind]) + 1)
@@ -360,12 +382,26 @@ class ToolEnv(gym.Env[str, str]):
         self._decided.update(new)
         return self._turn_weight() * float(credit)
 
+    def _track_testing(self, ctx: ToolContext, tool: str) -> None:
+        """Keep ``test_runs``, ``first_test_passed`` and ``tested_before_submit`` (the test-and-fix behaviours)."""
+        c = self._counts
+        if tool == "run_tests" and len(ctx.visible_results) > c.test_runs:
+            c.test_runs = len(ctx.visible_results)
+            if c.first_test_passed is None:
+                c.first_test_passed = ctx.visible_results[0]
+            self._untested_change = False
+        elif tool in CHANGING_TOOLS:
+            self._untested_change = True
+        elif tool == "submit" and ctx.submitted is not None:
+            c.tested_before_submit = c.test_runs > 0 and not self._untested_change
+
     def _code_action_calls(self, ctx: ToolContext, code: str) -> list[ToolCall]:
         if self.code_action == "python":
             return [ToolCall("python", {"code": code}, raw=code, code_action=True)]
+        last = "run_tests" if self.code_action == "test" else "submit"
         return [
             ToolCall("write_file", {"path": ctx.entry_file, "content": code + "\n"}, raw=code, code_action=True),
-            ToolCall("submit", {"answer": "done"}, raw=code, code_action=True),
+            ToolCall(last, {} if last == "run_tests" else {"answer": "done"}, raw=code, code_action=True),
         ]
 
     def _budget_exhausted(self, ctx: ToolContext) -> str | None:
@@ -378,7 +414,7 @@ class ToolEnv(gym.Env[str, str]):
         if self._obs_chars > obs_budget:
             return "observation_budget"
         timeout = min(task.limits.episode_timeout_s, self.episode_timeout_s or task.limits.episode_timeout_s)
-        if time.monotonic() - self._start > timeout:
+        if self._env_s > timeout:  # the environment's own time: the agent's thinking (generation) is not counted
             return "wall_time"
         return None
 
@@ -419,7 +455,7 @@ class ToolEnv(gym.Env[str, str]):
             reward_components=components,
             outcome=outcome,
             runtime={**asdict(outcome.runtime), "grade_wall_s": round(g.wall_s, 4),
-                     "episode_s": round(time.monotonic() - self._start, 4)},
+                     "episode_s": round(time.monotonic() - self._start, 4), "env_s": round(self._env_s, 4)},
             infra_failure=outcome.infra_failure,
             truncation=truncation,
             failure_mode=outcome.failure_mode,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from sandgym.envs.outcome import FAILURE_MODES
+from sandgym.evaluate.behaviour import behaviour, behaviour_gains
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.evaluate.metrics import (
     Interval,
@@ -130,6 +131,7 @@ def aggregate(
     m["stability"] = {"seeds": seed_spread(rows)}
     m["failure_modes"] = failure_modes(rows)
     m["traps"] = traps(rows)
+    m["behaviour"] = behaviour(rows)
     m["cost"] = cost(rows)
     m["infra_failures"] = sum(r.infra_failure for r in rows)
     m["task_errors"] = sum(r.failure_mode == "task_error" for r in rows)
@@ -147,7 +149,8 @@ def compare_to_baseline(
 ) -> dict[str, Any]:
     """Gains over the baseline on the same tasks and seeds: overall, trained and unseen families."""
     out: dict[str, Any] = {"overall": summarize(base, samples), "failure_modes": failure_modes(base),
-                           "traps": traps(base)}
+                           "traps": traps(base), "behaviour": behaviour(base),
+                           "behaviour_gain": behaviour_gains(rows, base)}
     b_tr, b_un = split_transfer(base, trained_families)
     c_tr, c_un = split_transfer(rows, trained_families)
     out["transfer"] = {"trained": summarize(b_tr, samples), "unseen": summarize(b_un, samples)}

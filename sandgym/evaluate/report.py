@@ -25,8 +25,21 @@ from sandgym.evaluate.report_writer import (
     pyplot,
 )
 
-SECTIONS = ("Headline", "By domain", "By family", "Stability", "Transfer", "Failure modes", "Traps", "Cost",
-            "Versions")
+SECTIONS = ("Headline", "By domain", "By family", "Stability", "Transfer", "Failure modes", "Traps", "Behaviour",
+            "Cost", "Versions")
+
+
+def behaviour_table(m: dict[str, Any]) -> Table:
+    """Each behaviour metric (``sandgym.evaluate.behaviour``): candidate, baseline and the paired gain."""
+    b = m.get("baseline") or {}
+    base, gains = b.get("behaviour") or {}, b.get("behaviour_gain") or {}
+    rows = []
+    for name, v in (m.get("behaviour") or {}).items():
+        g = gains.get(name)
+        rows.append((name.replace("_", " "), format_interval(v), str(v.get("episodes", "")),
+                     format_interval(base.get(name)),
+                     f"{format_interval(g['diff'], signed=True)} ({format_p(g['p_value'])})" if g else "n/a"))
+    return Table(("behaviour", "candidate", "episodes", "baseline", "gain"), tuple(rows))
 
 
 def headline_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -116,6 +129,10 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
             *((Bullets(tuple(gains)),) if gains else ()))),
         Section("Failure modes", (failures, *fig("failures"))),
         Section("Traps", (traps,)),
+        Section("Behaviour", (behaviour_table(m), Text(
+            "first attempt pass: the first visible-test run passed; recovery: solved after a failing first run "
+            "(of those episodes); verify before submit: submitted code the visible tests had run on; valid call "
+            "rate: turns without a format error."))),
         Section("Cost", (Text(
             f"{c['gen_tokens_total']:.0f} generated tokens ({c['gen_tokens_mean']:.1f}/episode), "
             f"{c['turns_mean']:.2f} turns/episode, {c['sandbox_s_total']:.1f} s in the sandbox, "

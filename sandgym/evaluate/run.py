@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandgym.agents.context_window import check_context
 from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.configs import to_dict
 from sandgym.errors import SandboxError
@@ -104,6 +105,8 @@ def evaluate_policy(
     bar = progress(total=len(config.seeds) * len(tasks), initial=len(config.seeds) * len(tasks) - len(todo),
                    desc=f"eval {info.spec}"[:40])
     make_env = make_env or env_factory(config)
+    if todo:
+        check_context(policy, make_env, tasks, rollout_config(config, config.seeds[0]))
     per_batch = max(1, config.batch_episodes // config.samples)
     for seed in config.seeds:
         pending = [t for s, t in todo if s == seed]

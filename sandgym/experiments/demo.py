@@ -26,7 +26,15 @@ from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.train.config import TrainConfig, load_config
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart.toml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+QUICKSTART = EXAMPLES / "quickstart.toml"
+TRACKS: dict[str, Path] = {
+    "test_and_fix": EXAMPLES / "test_and_fix.toml",
+    "single_turn": QUICKSTART,
+}
+"""The demo's tracks: test-and-fix (multi-turn coding, what ``make demo`` runs) and the earlier single-turn run."""
+BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted", "turns")
+"""Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
 
 
 def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int) -> EvalConfig:
@@ -72,7 +80,11 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
     (out / "summary.json").write_text(json.dumps({"timings": timings, "metrics": metrics}, indent=2, default=str),
                                       encoding="utf-8")
     table, verdict = attribution_table(cfg, metrics)
-    return table.markdown() + "\n\n" + verdict, metrics
+    behaviours = behaviour_table(metrics)
+    text = table.markdown() + "\n\n" + verdict
+    if behaviours is not None:
+        text += "\n\n" + behaviours.markdown()
+    return text, metrics
 
 
 POLICIES = (("base", "base model"), ("sft", "SFT only"), ("sft_rl", "SFT + RL"))
@@ -100,13 +112,32 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
         + ("The interval excludes zero: RL added a measurable gain." if rl and rl["diff"]["low"] > 0
            else "The interval includes zero: on this budget RL's own gain over SFT is not established.")
     )
+    shifted = [f"{name.replace('_', ' ')} {gain(g)}" for name, g in
+               (metrics["rl_vs_sft"].get("behaviour_gain") or {}).items()
+               if name in ("recovery", "verify_before_submit") and metrics["sft"].get("behaviour", {}).get(name)]
+    if shifted:
+        verdict += " Behaviour, RL over SFT: " + "; ".join(shifted) + "."
     return table, verdict
+
+
+def behaviour_table(metrics: dict[str, Any]) -> Table | None:
+    """Per policy, what it does (first-attempt pass, recovery, verify-before-submit, submitted, turns), and RL's
+    paired change over SFT; None when the episodes carry no test runs (a single-turn track)."""
+    if not any(metrics[name].get("behaviour", {}).get("recovery") for name, _ in POLICIES):
+        return None
+    rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in BEHAVIOURS))
+            for name, label in POLICIES]
+    gains = metrics["rl_vs_sft"].get("behaviour_gain") or {}
+    rows.append(("RL over SFT (paired)", *(format_interval(gains[b]["diff"], signed=True) if b in gains else "n/a"
+                                           for b in BEHAVIOURS)))
+    return Table(("policy", *(b.replace("_", " ") for b in BEHAVIOURS)), tuple(rows))
 
 
 def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, float], *, under: str = "") -> Report:
     """The attribution report (the verdict first); ``under`` is the path from the report to the per-policy
     report directories."""
     table, verdict = attribution_table(cfg, metrics)
+    behaviours = behaviour_table(metrics)
     fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
                      [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])
                       for name, label in POLICIES])
@@ -117,6 +148,11 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
                  f"{len(cfg.seeds)} seeds; 95% bootstrap intervals over tasks; gains paired over the same tasks and "
                  "seeds."),
             *((fig,) if fig else ()))),
+        *((Section("Behaviour", (behaviours, Text(
+            "first attempt pass: the first visible-test run passed; recovery: of the episodes whose first run "
+            "failed, the share that ended solved; verify before submit: submitted code the visible tests had run "
+            "on; submitted: replied SUBMIT before the turns ran out; intervals over tasks, gains paired.")))
+           ,) if behaviours is not None else ()),
         Section("Stage timings", (Text(", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) or "none recorded"),)),
         Section("Per-policy reports", (Bullets(tuple(
             f"{label}: [{under}{name}/report.html]({under}{name}/report.html)" for name, label in POLICIES)),)),
@@ -137,7 +173,9 @@ def check_same_config(out: Path, config: TrainConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sandgym.demo", description=__doc__)
-    ap.add_argument("--config", default=str(QUICKSTART))
+    ap.add_argument("--track", choices=sorted(TRACKS), default="test_and_fix",
+                    help="which track's config to run (default: test_and_fix)")
+    ap.add_argument("--config", default=None, help="a training config instead of the track's")
     ap.add_argument("--out", default="runs/demo")
     ap.add_argument("--n-tasks", type=int, default=16, help="held-out tasks per suite")
     ap.add_argument("--samples", type=int, default=4)
@@ -148,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
 
-    config = load_config(args.config, [*args.overrides, f'out_dir="{out / "train"}"'])
+    config = load_config(args.config or str(TRACKS[args.track]), [*args.overrides, f'out_dir="{out / "train"}"'])
     check_same_config(out, config)
     t = time.perf_counter()
     from sandgym.agents.models import ensure_embedded_model, is_embedded

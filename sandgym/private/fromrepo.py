@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import ConfigError, SandboxError, TaskError
-from sandgym.private.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
 from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import DEFAULT_MAX_FILE_BYTES, Snapshot, read_repo, select_tests, test_key
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
+from sandgym.tasks.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
 from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from sandgym.envs.parsing import stop_strings_for
 from sandgym.errors import ConfigError
 
 TRUNCATED_TURN = ("end", "continue")
-CODE_ACTIONS = ("python", "submit", "none")
+CODE_ACTIONS = ("python", "submit", "test", "none")
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,10 @@ class RolloutSpec:
     truncated_turn: Literal["end", "continue"] = "end"
     """A turn cut by max_new_tokens: "end" the episode (flagged truncated, scored 0 as unfinished) or
     "continue" (its text still goes to the environment)."""
-    code_action: Literal["python", "submit", "none"] = "submit"
+    code_action: Literal["python", "submit", "test", "none"] = "submit"
     """A fenced python block with no tool call: run it ("python"), write it to the task's file and submit
-    ("submit"), or count it as a turn without a tool call ("none"). Also decides the stop strings."""
+    ("submit"), write it to the task's file and run the visible tests ("test": test-and-fix, a turn saying SUBMIT
+    submits), or count it as a turn without a tool call ("none"). Also decides the stop strings."""
     tools: tuple[str, ...] = ()
     """Tool names offered to the agent (empty: all built-in tools). Fewer tools make a shorter system prompt."""
     sandbox: str = "local"

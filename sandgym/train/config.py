@@ -106,9 +106,10 @@ class LoggingConfig:
 class SFTConfig:
     source: str = "oracle"
     """"oracle" (scripted oracle on the train domains) or a JSONL of chat transcripts."""
-    oracle_style: Literal["auto", "tools", "code"] = "auto"
+    oracle_style: Literal["auto", "tools", "code", "fix"] = "auto"
     """Demonstration format: "tools" (multi-turn tool calls), "code" (one fenced python block, for single-file
-    coding tasks), "auto" (code when ``rollout.code_action = "submit"``, else tools)."""
+    coding tasks), "fix" (test-and-fix: for half the tasks a block with one bug, its failing test run, the fixed
+    block, then SUBMIT), "auto" (code when ``rollout.code_action = "submit"``, fix when "test", else tools)."""
     episodes: int = 64
     epochs: int = 2
     lr: float = 2e-4

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from sandgym.agents.context_window import check_context
 from sandgym.agents.trajectory import Trajectory, save_jsonl
 from sandgym.configs import to_toml
 from sandgym.errors import ConfigError, SandgymError
@@ -83,6 +84,8 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
         total_steps=config.optim.steps,
         seed=config.seed,
     )
+    check_context(policy, runtime.env_factory(config), [t for ts in mixer.tasks.values() for t in ts],
+                  runtime.rollout_config(config, seed=config.seed, version=0))
     start = 0
     if ckpt is not None and state is not None:
         optimizer.load_state_dict(state.optimizer)

@@ -63,7 +63,7 @@ def demonstrations(config: TrainConfig, policy: Any, out: Path) -> list[Sample]:
         return [
             Sample(t.token_ids, t.action_mask, t.logprobs, tuple(float(m) for m in t.action_mask))
             for t in trajs
-            if t.success and t.has_tokens
+            if t.success and t.has_tokens and teaches(t)
         ]
     return transcripts_to_samples(Path(config.sft.source), policy.chat_format)
 
@@ -78,12 +78,21 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     rng = random.Random(config.seed)
     rng.shuffle(tasks)
     tasks = tasks[: config.sft.episodes]
-    style = config.sft.oracle_style
+    style: str = config.sft.oracle_style
     if style == "auto":
-        style = "code" if config.rollout.code_action == "submit" else "tools"
+        style = {"submit": "code", "test": "fix"}.get(config.rollout.code_action, "tools")
     policy = ScriptedPolicy(lambda: OracleAgent(style=style), tokenizer=tokenizer)
     rc = RolloutConfig(max_new_tokens=4096, max_turns=config.rollout.max_turns + 4, max_total_tokens=16384, seed=config.seed)
     return rollout(policy, runtime.env_factory(config), tasks, group_size=1, config=rc)
+
+
+def teaches(t: Trajectory) -> bool:
+    """A test-and-fix demonstration teaches the loop only when its test runs read pass (one block) or fail then
+    pass (a bug, then the fix); a planted bug the visible tests missed would teach rewriting passing code."""
+    a = t.outcome.actions if t.outcome is not None else None
+    if a is None or a.test_runs < 2:
+        return True
+    return a.first_test_passed is False
 
 
 def transcripts_to_samples(path: Path, chat_format: Any) -> list[Sample]:

@@ -9,8 +9,8 @@ import pytest
 
 from sandgym.errors import TaskError
 from sandgym.private.fromrepo import split_files
-from sandgym.private.mutations import MUTATION_OPERATORS, bug_mutations, find_targets, remove_body
 from sandgym.private.snapshot import read_repo, select_tests
+from sandgym.tasks.mutations import MUTATION_OPERATORS, bug_mutations, find_targets, remove_body
 
 SRC = '''"""Module."""
 

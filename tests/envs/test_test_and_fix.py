@@ -1,0 +1,105 @@
+"""``code_action="test"`` (test-and-fix) in the real local sandbox, and the behaviours the env counts for it."""
+
+import re
+import time
+
+import pytest
+
+from sandgym.agents.scripted import call
+from sandgym.envs.builtin_tools import builtin_tools
+from sandgym.envs.tool_env import ToolEnv
+from sandgym.tasks.registry import load_suite
+
+
+@pytest.fixture
+def task(local_ok):
+    if not local_ok:
+        pytest.skip("the local sandbox cannot run here")
+    t = load_suite("coding/numbers:train", n=1, seed=0, difficulty=1)[0]
+    assert t.visible_tests, "difficulty 1 ships visible tests"
+    return t
+
+
+def block(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+def broken(task) -> str:
+    src = task.reference.files["solution.py"]
+    return src.replace("return ", "return None and ", 1)
+
+
+def play(env, task, turns):
+    env.reset(options={"task": task})
+    out = []
+    for text in turns:
+        out.append(env.step(text))
+        if out[-1][2] or out[-1][3]:
+            break
+    return out
+
+
+def test_block_runs_visible_tests_then_submit_word_submits(task):
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=4)
+    steps = play(env, task, [block(broken(task)), block(task.reference.files["solution.py"]), "SUBMIT"])
+    env.close()
+    first, second, last = steps
+    assert "not passed" in first[0] and "FAILED" in first[0] and not first[2]
+    # compact failures: the failing assertion with its input, then the error line with the value the code gave
+    assert re.search(r"FAILED test_\w+: assert \w+\(.*\) == .+ \| .*None", first[0]) and len(first[0]) < 800
+    assert "2 passed, 0 not passed" in second[0] and not second[2]
+    obs, reward, terminated, truncated, info = last
+    assert terminated and not truncated and info["outcome"].success and reward > 0.99
+    a = info["outcome"].actions
+    assert (a.test_runs, a.first_test_passed, a.tested_before_submit, a.submitted) == (2, False, True, True)
+    assert a.format_errors == 0
+
+
+def test_correct_first_block_then_submit(task):
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=4)
+    *_, (obs, reward, terminated, _, info) = play(env, task, [block(task.reference.files["solution.py"]),
+                                                               "Tests pass, so I submit."])
+    env.close()
+    a = info["outcome"].actions
+    assert terminated and info["outcome"].success
+    assert (a.test_runs, a.first_test_passed, a.tested_before_submit) == (1, True, True)
+
+
+def test_prose_without_submit_is_a_no_call_turn_and_out_of_turns_is_still_graded(task):
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=2)
+    steps = play(env, task, [block(task.reference.files["solution.py"]), "The function looks right."])
+    env.close()
+    obs, reward, terminated, truncated, info = steps[-1]
+    assert truncated and not terminated
+    o = info["outcome"]
+    assert o.grade.solved and o.success  # graded on what the workspace holds
+    assert o.actions.no_call_turns == 1 and not o.actions.submitted and not o.actions.tested_before_submit
+    assert "code block" in obs or "budget" in obs
+
+
+def test_change_after_the_last_test_run_is_not_verified(task):
+    env = ToolEnv(tasks=[], code_action=None, max_turns=6)
+    ref = task.reference.files["solution.py"]
+    calls = [
+        call("write_file", path="solution.py", content=ref),
+        '<tool_call>{"name": "run_tests", "arguments": {}}</tool_call>',
+        '<tool_call>{"name": "write_file", "arguments": {"path": "notes.txt", "content": "x"}}</tool_call>',
+        '<tool_call>{"name": "submit", "arguments": {"answer": "done"}}</tool_call>',
+    ]
+    *_, (_, _, terminated, _, info) = play(env, task, calls)
+    env.close()
+    a = info["outcome"].actions
+    assert terminated and (a.test_runs, a.first_test_passed, a.tested_before_submit) == (1, True, False)
+
+
+def test_generation_time_does_not_count_against_the_episode_timeout(task):
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=4,
+                  episode_timeout_s=4.0)
+    env.reset(options={"task": task})
+    env.step(block(broken(task)))
+    time.sleep(4.5)  # the model "thinking" longer than the whole episode limit
+    obs, reward, terminated, truncated, info = env.step(block(task.reference.files["solution.py"]))
+    assert not truncated, obs
+    *_, info = env.step("SUBMIT")
+    env.close()
+    assert info["outcome"].success and info["runtime"]["env_s"] < info["runtime"]["episode_s"]

@@ -1,0 +1,58 @@
+"""Behaviour metrics on hand-built episodes whose answers are known."""
+
+import pytest
+
+from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
+from sandgym.evaluate.aggregate import aggregate
+from sandgym.evaluate.behaviour import behaviour, behaviour_gains
+from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.evaluate.report import markdown
+
+
+def row(task: str, *, solved: bool, first: bool | None, verified: bool, submitted: bool = True, turns: int = 2,
+        no_call: int = 0, sample: int = 0) -> EpisodeRow:
+    outcome = EpisodeOutcome(
+        task_id=task, domain="coding", family="strings",
+        grade=Grade(tests_passed=2 if solved else 0, tests_expected=2),
+        actions=Actions(turns=turns, submitted=submitted, code_actions=turns - no_call, no_call_turns=no_call,
+                        test_runs=0 if first is None else 1, first_test_passed=first, tested_before_submit=verified),
+        truncation=None if submitted else "max_turns")
+    return EpisodeRow(seed=0, task_id=task, domain="coding", family="strings", unseen=False, sample=sample,
+                      success=outcome.success, reward=float(solved), failure_mode=outcome.failure_mode, turns=turns,
+                      gen_tokens=10, sandbox_s=0.1, truncated=not submitted, infra_failure=False,
+                      trajectory={"outcome": outcome.to_dict()})
+
+
+def test_known_recovery_verify_and_first_attempt_rates():
+    rows = [
+        row("a", solved=True, first=False, verified=True, sample=0),    # failed first, recovered
+        row("a", solved=False, first=False, verified=False, sample=1),  # failed first, never recovered
+        row("b", solved=True, first=True, verified=True, sample=0),     # passed first
+        row("b", solved=False, first=None, verified=False, submitted=False, turns=3, no_call=3, sample=1),
+    ]
+    m = behaviour(rows)
+    assert m["first_attempt_pass"]["value"] == pytest.approx(0.25)  # (0 + 0 + 1 + 0) / 4, averaged per task
+    assert m["recovery"]["value"] == pytest.approx(0.5) and m["recovery"]["episodes"] == 2
+    assert m["verify_before_submit"]["value"] == pytest.approx(0.5)
+    assert m["submitted"]["value"] == pytest.approx(0.75)
+    assert m["valid_call_rate"]["value"] == pytest.approx(0.75)  # task a: 1, task b: (1 + 0) / 2
+    assert m["turns"]["value"] == pytest.approx(2.25)
+
+
+def test_gains_are_paired_and_reach_the_report():
+    base = [row(t, solved=False, first=False, verified=False, submitted=False) for t in "abcdef"]
+    cand = [row(t, solved=True, first=False, verified=True) for t in "abcdef"]
+    g = behaviour_gains(cand, base)
+    assert g["recovery"]["diff"]["value"] == pytest.approx(1.0)
+    assert g["verify_before_submit"]["diff"]["low"] > 0
+    m = aggregate(cand, samples=1, baseline=base)
+    assert m["baseline"]["behaviour_gain"]["recovery"]["diff"]["value"] == pytest.approx(1.0)
+    text = markdown({**m, "policy": {"spec": "x"}})
+    assert "## Behaviour" in text and "recovery" in text and "+1.000" in text
+
+
+def test_rows_without_an_outcome_have_no_behaviour_to_report():
+    r = row("a", solved=False, first=None, verified=False)
+    bare = EpisodeRow(**{**vars(r), "trajectory": {}})
+    m = behaviour([bare])
+    assert "recovery" not in m and m["first_attempt_pass"]["value"] == 0.0
