@@ -1,10 +1,15 @@
-"""``make demo``: the whole loop on a fresh machine, with attribution.
+"""``make demo``: the whole loop on a fresh machine, with attribution, for one track.
+
+Tracks (``--track``): ``test_and_fix`` (``examples/test_and_fix.toml``, the default and what ``make demo`` runs:
+multi-turn coding where each code block is run against the visible tests and the agent fixes and then submits) and
+``single_turn`` (``examples/quickstart.toml``: one code block, submitted at once; the earlier demo).
 
 1. convert the embedded model once (cached);
 2. SFT warm start on oracle demonstrations -> the SFT-only adapter;
-3. RL (``examples/quickstart.toml``) from that adapter -> the SFT+RL adapter;
+3. RL from that adapter -> the SFT+RL adapter;
 4. evaluate base, SFT-only and SFT+RL on the same held-out tasks and seeds (trained families and unseen ones);
-5. write ``REPORT.md`` and ``REPORT.html`` (+ one eval report per policy) and print the headline table and where everything is.
+5. write ``REPORT.md`` and ``REPORT.html`` (+ one eval report per policy) and print the headline table, the
+   behaviour table (first-attempt pass, recovery, verify-before-submit, ...) and where everything is.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICKSTART = EXAMPLES / "quickstart.toml"
 TRACKS: dict[str, Path] = {
     "test_and_fix": EXAMPLES / "test_and_fix.toml",
+    "json_tools": EXAMPLES / "json_tools.toml",
     "single_turn": QUICKSTART,
 }
 """The demo's tracks: test-and-fix (multi-turn coding, what ``make demo`` runs) and the earlier single-turn run."""
-BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted", "turns")
+EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "json_tools": (12, 2), "single_turn": (16, 4)}
+"""(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
+BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted", "valid_call_rate", "turns")
 """Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
 
 
@@ -80,7 +88,7 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
     (out / "summary.json").write_text(json.dumps({"timings": timings, "metrics": metrics}, indent=2, default=str),
                                       encoding="utf-8")
     table, verdict = attribution_table(cfg, metrics)
-    behaviours = behaviour_table(metrics)
+    behaviours = behaviour_table(cfg, metrics)
     text = table.markdown() + "\n\n" + verdict
     if behaviours is not None:
         text += "\n\n" + behaviours.markdown()
@@ -120,10 +128,10 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
     return table, verdict
 
 
-def behaviour_table(metrics: dict[str, Any]) -> Table | None:
-    """Per policy, what it does (first-attempt pass, recovery, verify-before-submit, submitted, turns), and RL's
-    paired change over SFT; None when the episodes carry no test runs (a single-turn track)."""
-    if not any(metrics[name].get("behaviour", {}).get("recovery") for name, _ in POLICIES):
+def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
+    """Per policy, what it does (first-attempt pass, recovery, verify-before-submit, submitted, valid calls, turns),
+    and RL's paired change over SFT; None for a single-turn track (one block, submitted: nothing to show)."""
+    if cfg.rollout.max_turns <= 1:
         return None
     rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in BEHAVIOURS))
             for name, label in POLICIES]
@@ -137,7 +145,7 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
     """The attribution report (the verdict first); ``under`` is the path from the report to the per-policy
     report directories."""
     table, verdict = attribution_table(cfg, metrics)
-    behaviours = behaviour_table(metrics)
+    behaviours = behaviour_table(cfg, metrics)
     fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
                      [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])
                       for name, label in POLICIES])
@@ -177,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="which track's config to run (default: test_and_fix)")
     ap.add_argument("--config", default=None, help="a training config instead of the track's")
     ap.add_argument("--out", default="runs/demo")
-    ap.add_argument("--n-tasks", type=int, default=16, help="held-out tasks per suite")
-    ap.add_argument("--samples", type=int, default=4)
+    ap.add_argument("--n-tasks", type=int, default=None, help="held-out tasks per suite (default: the track's)")
+    ap.add_argument("--samples", type=int, default=None, help="samples per task (default: the track's)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args(argv)
@@ -213,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         train(rl_config, resume=done is not None)
     timings["rl"] = time.perf_counter() - t
 
-    cfg = eval_config(config, out / "eval", n_tasks=args.n_tasks, samples=args.samples, seeds=args.seeds)
+    n_tasks, samples = EVAL_SIZE.get(args.track, (16, 4))
+    cfg = eval_config(config, out / "eval", n_tasks=args.n_tasks or n_tasks, samples=args.samples or samples,
+                      seeds=args.seeds)
     specs = {"base": config.model.name, "sft": str(sft_dir / "adapter"), "sft_rl": str(out / "train")}
     rows = {}
     for name, spec in specs.items():
