@@ -13,6 +13,7 @@ mode ``infra``, ``budget`` (truncated) or "" (unknown).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 from sandgym.agents.policy import Generation
@@ -192,6 +193,9 @@ class Episode:
             meta["turn_rewards"] = list(self.turn_rewards)
         if self.infra_error:
             meta["infra_error"] = self.infra_error
+        running = self.last_info.get("actions")
+        if outcome is None and running is not None:  # cut by the engine: what the agent had done so far
+            meta["actions"] = asdict(running) if is_dataclass(running) and not isinstance(running, type) else running
         task = self.task
         return Trajectory.from_turns(
             self.turns,

@@ -166,7 +166,8 @@ def run_tests(ctx: ToolContext) -> str:
                                    **isolation_kwargs(ctx.task))
     if report.exec is not None:
         ctx.stats.record(report.exec)
-    ctx.visible_results.append(report.report_found and report.passed >= report.expected)
+    ctx.visible_results.append(report.report_found and report.passed >= report.expected
+                               and all(o.outcome == "passed" for o in report.outcomes))
     lines = [f"Visible tests: {report.passed} passed, {report.expected - report.passed} not passed "
              f"(of {report.expected})."]
     if not report.report_found:

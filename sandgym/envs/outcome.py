@@ -84,7 +84,9 @@ class Actions:
     test_runs: int = 0
     """Runs of the visible tests (``run_tests``, or a code block in ``code_action="test"``)."""
     first_test_passed: bool | None = None
-    """Did every visible test pass on the first run (None: the tests were never run)."""
+    """Did every visible test pass on the first run after the agent changed the workspace (None: no such run)."""
+    last_test_passed: bool | None = None
+    """Did every visible test pass on the last run (None: the tests were never run)."""
     tested_before_submit: bool = False
     """The agent submitted code that it had run the visible tests on (no change to the workspace since)."""
 

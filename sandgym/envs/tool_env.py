@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 CodeAction = Literal["python", "submit", "test"] | None
 CHANGING_TOOLS = frozenset({"write_file", "edit_file", "python", "bash"})
 """Tools that may change the workspace: after one, the code is untested until the next ``run_tests``."""
-SUBMIT_WORD = re.compile(r"\bsubmit\b", re.IGNORECASE)
-"""In ``code_action="test"``, a turn with no code block and no tool call that says this submits."""
+SUBMIT_WORD = re.compile(r"^\W*submit\W*$", re.IGNORECASE | re.MULTILINE)
+"""In ``code_action="test"``, a turn with no code block and no tool call with a line that is just ``SUBMIT``
+(any case, punctuation around it allowed) submits; "I should not submit yet" does not."""
 
 DOMAIN_DESCRIPTIONS: Mapping[str, str] = {
     "coding": "You are a software engineer. Write or fix Python code in the workspace; hidden tests decide.",
@@ -59,6 +60,7 @@ class _Counts:
     tool_errors: int = 0
     test_runs: int = 0
     first_test_passed: bool | None = None
+    last_test_passed: bool | None = None
     tested_before_submit: bool = False
 
 
@@ -231,6 +233,7 @@ class ToolEnv(gym.Env[str, str]):
         self._done = False
         self._counts = _Counts()
         self._untested_change = False
+        self._changed = False
         self._turns = 0
         self._obs_chars = 0
         self._env_s = 0.0
@@ -277,7 +280,7 @@ class ToolEnv(gym.Env[str, str]):
         self._obs_chars += sum(len(m["content"]) for m in new)
         truncation = "infra" if infra else self._budget_exhausted(ctx)
         terminated = infra is None and ctx.submitted is not None
-        info: dict[str, Any] = {"tool_calls": calls, "parse_errors": errors}
+        info: dict[str, Any] = {"tool_calls": calls, "parse_errors": errors, "actions": self._actions(ctx)}
         if self.turn_rewards:
             info["turn_reward"] = 0.0 if infra else self._turn_credit(ctx.task, action)
         reward = 0.0
@@ -382,16 +385,21 @@ class ToolEnv(gym.Env[str, str]):
         self._decided.update(new)
         return self._turn_weight() * float(credit)
 
+    def _actions(self, ctx: ToolContext) -> Actions:
+        """The agent's actions so far (every step's ``info["actions"]``; the outcome's when the episode ends)."""
+        return Actions(turns=self._turns, submitted=ctx.submitted is not None, **vars(self._counts))
+
     def _track_testing(self, ctx: ToolContext, tool: str) -> None:
         """Keep ``test_runs``, ``first_test_passed`` and ``tested_before_submit`` (the test-and-fix behaviours)."""
         c = self._counts
         if tool == "run_tests" and len(ctx.visible_results) > c.test_runs:
             c.test_runs = len(ctx.visible_results)
-            if c.first_test_passed is None:
-                c.first_test_passed = ctx.visible_results[0]
+            c.last_test_passed = ctx.visible_results[-1]
+            if c.first_test_passed is None and self._changed:  # a run on the untouched starting code is not an attempt
+                c.first_test_passed = c.last_test_passed
             self._untested_change = False
         elif tool in CHANGING_TOOLS:
-            self._untested_change = True
+            self._untested_change = self._changed = True
         elif tool == "submit" and ctx.submitted is not None:
             c.tested_before_submit = c.test_runs > 0 and not self._untested_change
 
@@ -440,7 +448,7 @@ class ToolEnv(gym.Env[str, str]):
         checkpoints = self.turn_rewards and declares_checkpoints(task.metadata)
         outcome = EpisodeOutcome(
             task_id=task.id, domain=task.domain, family=task.family, grade=g,
-            actions=Actions(turns=self._turns, submitted=ctx.submitted is not None, **vars(self._counts)),
+            actions=self._actions(ctx),
             runtime=stats.snapshot(), truncation=truncation, infra_failure=infra is not None,
             intermediate_matched=sum(self._decided.values()) if checkpoints else 0,
             intermediate_expected=len(task.metadata["checkpoints"]) if checkpoints else 0,

@@ -7,8 +7,11 @@ like completion (``metrics.json`` key ``behaviour``), and compared paired over t
 - ``first_attempt_pass``: the first run of the visible tests passed (episodes that never ran them count 0);
 - ``recovery``: among episodes whose first run failed, the share that still ended solved;
 - ``verify_before_submit``: the agent submitted code it had run the visible tests on, unchanged since;
+- ``submitted_failing``: the agent submitted code whose last visible-test run failed (lower is better; in
+  ``code_action="test"`` every block is tested, so this, not verify-before-submit, separates good submissions);
 - ``submitted``: the agent submitted (rather than running out of turns);
-- ``valid_call_rate``: the share of turns without a format error (a parseable, schema-valid call or code action);
+- ``valid_call_rate``: one minus the format errors per turn (malformed, unknown tool, bad arguments, no call; at
+  least 0): the share of turns with a parseable, schema-valid call or code action when a turn has one error at most;
 - ``turns``: model turns per episode.
 """
 
@@ -24,9 +27,13 @@ __all__ = ["BEHAVIOURS", "actions_of", "behaviour", "behaviour_gains"]
 
 
 def actions_of(row: EpisodeRow) -> Mapping[str, Any]:
-    """The episode's ``Actions`` as a dict (empty when the episode ended before the env graded it)."""
-    outcome = row.trajectory.get("outcome") if isinstance(row.trajectory, Mapping) else None
+    """The episode's ``Actions`` as a dict: the outcome's, or for an episode the rollout engine cut before the env
+    graded it (a token budget) the env's running count at its last step (``metadata["actions"]``); else empty."""
+    traj = row.trajectory if isinstance(row.trajectory, Mapping) else {}
+    outcome = traj.get("outcome")
     actions = outcome.get("actions") if isinstance(outcome, Mapping) else None
+    if actions is None and isinstance(traj.get("metadata"), Mapping):
+        actions = traj["metadata"].get("actions")
     return actions if isinstance(actions, Mapping) else {}
 
 
@@ -40,6 +47,11 @@ def _recovery(r: EpisodeRow) -> float | None:
 
 def _verified(r: EpisodeRow) -> float | None:
     return float(bool(actions_of(r).get("tested_before_submit")))
+
+
+def _submitted_failing(r: EpisodeRow) -> float | None:
+    a = actions_of(r)
+    return float(bool(a.get("submitted")) and a.get("last_test_passed") is False)
 
 
 def _submitted(r: EpisodeRow) -> float | None:
@@ -63,6 +75,7 @@ BEHAVIOURS: dict[str, Callable[[EpisodeRow], float | None]] = {
     "first_attempt_pass": _first_pass,
     "recovery": _recovery,
     "verify_before_submit": _verified,
+    "submitted_failing": _submitted_failing,
     "submitted": _submitted,
     "valid_call_rate": _valid_calls,
     "turns": _turns,

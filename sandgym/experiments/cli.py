@@ -1,8 +1,9 @@
 """``sandgym train`` and ``sft`` (from :mod:`sandgym.train.cli`, with periodic evaluation wired in as the loop's
-hook) and ``sandgym sweep``."""
+hook), ``sandgym sweep`` and ``sandgym demo``."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from sandgym.experiments import sweep_cli
@@ -13,3 +14,13 @@ from sandgym.train import cli as train_cli
 def add_commands(sub: Any) -> None:
     train_cli.add_commands(sub, on_eval=maybe_periodic_eval)
     sweep_cli.add_commands(sub)
+    demo = sub.add_parser("demo", add_help=False, prefix_chars="+", help="the demo: SFT, RL and base/SFT/SFT+RL evaluation of one "
+                          "track (--track test_and_fix|json_tools|single_turn; `sandgym demo --help`)")
+    demo.add_argument("demo_args", nargs=argparse.REMAINDER)
+    demo.set_defaults(func=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from sandgym.experiments.demo import main
+
+    return main(list(args.demo_args))

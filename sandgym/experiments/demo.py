@@ -1,8 +1,10 @@
 """``make demo``: the whole loop on a fresh machine, with attribution, for one track.
 
 Tracks (``--track``): ``test_and_fix`` (``examples/test_and_fix.toml``, the default and what ``make demo`` runs:
-multi-turn coding where each code block is run against the visible tests and the agent fixes and then submits) and
-``single_turn`` (``examples/quickstart.toml``: one code block, submitted at once; the earlier demo).
+multi-turn coding where each code block is run against the visible tests and the agent fixes and then submits),
+``json_tools`` (``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool schema in the
+prompt), ``single_turn`` (``examples/quickstart.toml``: one code block, submitted at once; the earlier demo), and
+``all`` (each of them in ``OUT/<track>``).
 
 1. convert the embedded model once (cached);
 2. SFT warm start on oracle demonstrations -> the SFT-only adapter;
@@ -41,7 +43,8 @@ TRACKS: dict[str, Path] = {
 """The demo's tracks: test-and-fix (multi-turn coding, what ``make demo`` runs) and the earlier single-turn run."""
 EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "json_tools": (12, 2), "single_turn": (16, 4)}
 """(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
-BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted", "valid_call_rate", "turns")
+BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing", "submitted",
+              "valid_call_rate", "turns")
 """Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
 
 
@@ -49,7 +52,7 @@ def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, se
     """Held-out tasks of the trained families plus unseen families, with the training rollout settings."""
     trained = sorted({d.suite.split(":")[0] for d in train.domains.mix})
     families = tuple(t.split("/", 1)[1] for t in trained if "/" in t)
-    difficulty = train.domains.mix[0].difficulty
+    difficulty = max((d.difficulty for d in train.domains.mix if d.difficulty), default=None)  # the hardest trained
     suites = (*[f"{t}:heldout" for t in trained], "coding/parsing:heldout")
     return EvalConfig(
         policy="", suites=suites, out=str(out), samples=samples, seeds=tuple(range(seeds)), n_tasks=n_tasks,
@@ -133,12 +136,15 @@ def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
     and RL's paired change over SFT; None for a single-turn track (one block, submitted: nothing to show)."""
     if cfg.rollout.max_turns <= 1:
         return None
-    rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in BEHAVIOURS))
+    def traps(name: str) -> str:
+        return format_interval((metrics[name].get("traps") or {}).get("trap_failure_rate"))
+
+    rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in BEHAVIOURS), traps(name))
             for name, label in POLICIES]
     gains = metrics["rl_vs_sft"].get("behaviour_gain") or {}
     rows.append(("RL over SFT (paired)", *(format_interval(gains[b]["diff"], signed=True) if b in gains else "n/a"
-                                           for b in BEHAVIOURS)))
-    return Table(("policy", *(b.replace("_", " ") for b in BEHAVIOURS)), tuple(rows))
+                                           for b in BEHAVIOURS), ""))
+    return Table(("policy", *(b.replace("_", " ") for b in BEHAVIOURS), "trap failures"), tuple(rows))
 
 
 def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, float], *, under: str = "") -> Report:
@@ -181,7 +187,7 @@ def check_same_config(out: Path, config: TrainConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sandgym.demo", description=__doc__)
-    ap.add_argument("--track", choices=sorted(TRACKS), default="test_and_fix",
+    ap.add_argument("--track", choices=[*sorted(TRACKS), "all"], default="test_and_fix",
                     help="which track's config to run (default: test_and_fix)")
     ap.add_argument("--config", default=None, help="a training config instead of the track's")
     ap.add_argument("--out", default="runs/demo")
@@ -190,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args(argv)
+    if args.track == "all":
+        given = argv if argv is not None else sys.argv[1:]
+        rest = [a for a in given if a not in ("all", "--track", "--track=all")]  # a later --out wins
+        codes = [main([*rest, "--track", t, "--out", str(Path(args.out) / t)]) for t in TRACKS]
+        return max(codes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}

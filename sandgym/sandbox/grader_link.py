@@ -48,6 +48,7 @@ class Link:
         self.env = None
 
     def request(self, msg):
+        __tracebackhide__ = True  # failures point at the test's line, not at the link (pytest hides this frame)
         if self.dead is not None:
             raise SolutionError(self.dead)
         self.n += 1
@@ -157,6 +158,7 @@ def _link():
 
 
 def _call_remote(msg):
+    __tracebackhide__ = True
     return _decode(_link().request(msg).get("ok"))
 
 
@@ -171,10 +173,12 @@ class Remote:
         object.__setattr__(self, "_type", type_name)
 
     def _proto(self, name, *args):
+        __tracebackhide__ = True
         return _call_remote({"op": "proto", "h": object.__getattribute__(self, "_id"), "name": name,
                              "args": [_encode(a) for a in args]})
 
     def __getattr__(self, name):
+        __tracebackhide__ = True
         return _call_remote({"op": "getattr", "h": object.__getattribute__(self, "_id"), "name": name})
 
     def __setattr__(self, name, value):
@@ -182,6 +186,7 @@ class Remote:
                       "value": _encode(value)})
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True
         reply = _link().request({"op": "call", "h": object.__getattribute__(self, "_id"),
                                "args": [_encode(a) for a in args],
                                "kwargs": [[k, _encode(v)] for k, v in kwargs.items()]})

@@ -60,11 +60,12 @@ def demonstrations(config: TrainConfig, policy: Any, out: Path) -> list[Sample]:
     if config.sft.source == "oracle":
         trajs = oracle_trajectories(config, policy.tokenizer)
         save_jsonl(trajs, out / "demonstrations.jsonl")
-        return [
-            Sample(t.token_ids, t.action_mask, t.logprobs, tuple(float(m) for m in t.action_mask))
-            for t in trajs
-            if t.success and t.has_tokens and teaches(t)
-        ]
+        samples = []
+        for t in trajs:
+            if t.success and t.has_tokens and teaches(t):
+                mask = demonstrated_mask(t)
+                samples.append(Sample(t.token_ids, mask, t.logprobs, tuple(float(m) for m in mask)))
+        return samples
     return transcripts_to_samples(Path(config.sft.source), policy.chat_format)
 
 
@@ -93,6 +94,20 @@ def teaches(t: Trajectory) -> bool:
     if a is None or a.test_runs < 2:
         return True
     return a.first_test_passed is False
+
+
+def demonstrated_mask(t: Trajectory) -> tuple[int, ...]:
+    """The tokens to learn from: every assistant token, except the planted bug of a test-and-fix demonstration (its
+    first turn, whose visible tests failed), which stays in the context but is never a target: the warm start
+    teaches reading a failure and fixing it, not writing the bug."""
+    a = t.outcome.actions if t.outcome is not None else None
+    mask = list(t.action_mask)
+    if a is not None and a.first_test_passed is False:
+        i = mask.index(1) if 1 in mask else len(mask)
+        while i < len(mask) and mask[i] == 1:
+            mask[i] = 0
+            i += 1
+    return tuple(mask)
 
 
 def transcripts_to_samples(path: Path, chat_format: Any) -> list[Sample]:

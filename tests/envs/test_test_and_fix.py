@@ -57,12 +57,13 @@ def test_block_runs_visible_tests_then_submit_word_submits(task):
 
 def test_correct_first_block_then_submit(task):
     env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=4)
-    *_, (obs, reward, terminated, _, info) = play(env, task, [block(task.reference.files["solution.py"]),
-                                                               "Tests pass, so I submit."])
+    steps = play(env, task, [block(task.reference.files["solution.py"]), "I should not submit yet.", "Submit."])
+    assert "No tool call" in steps[1][0] and not steps[1][2]  # a sentence mentioning submit is not SUBMIT
+    obs, reward, terminated, _, info = steps[-1]
     env.close()
     a = info["outcome"].actions
     assert terminated and info["outcome"].success
-    assert (a.test_runs, a.first_test_passed, a.tested_before_submit) == (1, True, True)
+    assert (a.test_runs, a.first_test_passed, a.last_test_passed, a.tested_before_submit) == (1, True, True, True)
 
 
 def test_prose_without_submit_is_a_no_call_turn_and_out_of_turns_is_still_graded(task):
@@ -103,3 +104,12 @@ def test_generation_time_does_not_count_against_the_episode_timeout(task):
     *_, info = env.step("SUBMIT")
     env.close()
     assert info["outcome"].success and info["runtime"]["env_s"] < info["runtime"]["episode_s"]
+
+
+def test_a_run_on_the_untouched_start_is_not_the_first_attempt(task):
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["run_tests", "submit"]), max_turns=4)
+    steps = play(env, task, [call("run_tests"), block(broken(task)), "SUBMIT"])
+    env.close()
+    a = steps[-1][4]["outcome"].actions
+    assert steps[0][4]["actions"].test_runs == 1 and steps[0][4]["actions"].first_test_passed is None
+    assert (a.test_runs, a.first_test_passed, a.last_test_passed, a.submitted) == (2, False, False, True)
