@@ -86,3 +86,13 @@ def test_test_and_fix_track_reports_behaviour_and_rl_change(tmp_path):
     assert "Behaviour, RL over SFT: recovery +0.458" in text
     assert metrics["sft_rl"]["behaviour"]["recovery"]["value"] > metrics["sft"]["behaviour"]["recovery"]["value"]
     assert "## Behaviour" in (tmp_path / "REPORT.md").read_text()
+
+
+def test_track_all_refuses_one_config_for_every_track(tmp_path):
+    import pytest
+
+    from sandgym.errors import ConfigError
+    from sandgym.experiments.demo import main
+
+    with pytest.raises(ConfigError, match="--track all runs each track's own config"):
+        main(["--track", "all", "--config", "examples/quickstart.toml", "--out", str(tmp_path)])

@@ -10,6 +10,7 @@ longest tasks, their lengths and the fix.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,8 @@ from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.errors import ConfigError
 
 __all__ = ["PromptLength", "check_context", "context_window", "prompt_lengths"]
+
+log = logging.getLogger(__name__)
 
 SHOWN = 5
 """Tasks named in the error (the longest first)."""
@@ -64,7 +67,12 @@ def check_context(policy: Any, env_factory: Callable[[], Any], tasks: Sequence[A
         raise ConfigError(
             f"{where}.max_total_tokens={config.max_total_tokens} exceeds the model's context window of {window} "
             f"tokens; set --set {where}.max_total_tokens={window} or less (and keep documents shorter)")
-    lengths = prompt_lengths(policy, env_factory, tasks)
+    try:
+        lengths = prompt_lengths(policy, env_factory, tasks)
+    except Exception as exc:  # noqa: BLE001 - an env that cannot reset outside a rollout is not checked, not fatal
+        log.warning("prompt lengths not checked (%s: %s); the rollout will still flag truncated episodes",
+                    type(exc).__name__, exc)
+        return []
     limit = config.max_total_tokens - config.max_new_tokens
     over = sorted((p for p in lengths if p.tokens > limit), key=lambda p: -p.tokens)
     if over:

@@ -160,7 +160,7 @@ def run_tests(ctx: ToolContext) -> str:
     """Run the task's visible tests against the workspace and summarise which passed and failed."""
     tests = dict(ctx.task.visible_tests)
     if not tests:
-        return "This task has no visible tests; check your code with the python tool, then submit."
+        return "This task has no visible tests; the hidden tests decide once you submit."
     expected = max(1, sum(len(re.findall(r"^\s*def test_", src, re.M)) for src in tests.values()))
     report = ctx.sandbox.run_tests(tests, expected=expected, timeout=ctx.task.limits.exec_timeout_s,
                                    **isolation_kwargs(ctx.task))
@@ -175,7 +175,7 @@ def run_tests(ctx: ToolContext) -> str:
         lines.append("The test run produced no report (crash, exit or timeout)." + (f"\n{tail}" if tail else ""))
     for o in report.outcomes:
         if o.outcome != "passed":
-            lines.append(f"{o.outcome.upper()} {o.name.rsplit('::', 1)[-1]}: {failure_summary(o.message)}")
+            lines.append(f"{o.outcome.upper()} {o.name.split('::', 1)[-1]}: {failure_summary(o.message)}")
     return "\n".join(lines)
 
 

@@ -24,7 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandgym.configs import to_dict
+from sandgym.configs import to_dict, to_toml
+from sandgym.errors import ConfigError
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow
@@ -175,9 +176,6 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
 
 def check_same_config(out: Path, config: TrainConfig) -> None:
     """A re-run resumes the finished stages of ``out``; refuse when they were made with another config."""
-    from sandgym.configs import to_toml
-    from sandgym.errors import ConfigError
-
     stamp = out / "demo_config.toml"
     text = to_toml(config)
     if stamp.is_file() and stamp.read_text(encoding="utf-8") != text:
@@ -197,10 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args(argv)
     if args.track == "all":
-        given = argv if argv is not None else sys.argv[1:]
-        rest = [a for a in given if a not in ("all", "--track", "--track=all")]  # a later --out wins
-        codes = [main([*rest, "--track", t, "--out", str(Path(args.out) / t)]) for t in TRACKS]
-        return max(codes)
+        if args.config:
+            raise ConfigError("--track all runs each track's own config; drop --config (or pick one --track)")
+        common = [*(["--n-tasks", str(args.n_tasks)] if args.n_tasks else []),
+                  *(["--samples", str(args.samples)] if args.samples else []),
+                  "--seeds", str(args.seeds), *(x for o in args.overrides for x in ("--set", o))]
+        return max(main([*common, "--track", t, "--out", str(Path(args.out) / t)]) for t in TRACKS)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
