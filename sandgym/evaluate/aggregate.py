@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -101,6 +102,18 @@ def cost(rows: Sequence[EpisodeRow]) -> dict[str, float]:
     }
 
 
+def length_bucket(tokens: int) -> str:
+    """A document length to the nearest power-of-two thousand tokens: 900 -> "1K", 4300 -> "4K", 7800 -> "8K"."""
+    return f"{2 ** max(0, round(math.log2(max(tokens, 1) / 1000)))}K"
+
+
+def by_length(rows: Sequence[EpisodeRow], samples: int) -> dict[str, Any]:
+    """Completion per document length (long-context tasks), shortest first; empty when no task has a document."""
+    with_doc = [r for r in rows if r.doc_tokens > 0]
+    buckets = sorted({length_bucket(r.doc_tokens) for r in with_doc}, key=lambda b: int(b[:-1]))
+    return {b: summarize([r for r in with_doc if length_bucket(r.doc_tokens) == b], samples) for b in buckets}
+
+
 def split_transfer(rows: Sequence[EpisodeRow], trained_families: Sequence[str]) -> tuple[list[EpisodeRow], list[EpisodeRow]]:
     """(trained, unseen): by the given family list, else by each task's ``unseen`` mark."""
     if trained_families:
@@ -132,6 +145,7 @@ def aggregate(
     m["failure_modes"] = failure_modes(rows)
     m["traps"] = traps(rows)
     m["behaviour"] = behaviour(rows)
+    m["by_length"] = by_length(rows, samples)
     m["cost"] = cost(rows)
     m["infra_failures"] = sum(r.infra_failure for r in rows)
     m["task_errors"] = sum(r.failure_mode == "task_error" for r in rows)
@@ -150,7 +164,7 @@ def compare_to_baseline(
     """Gains over the baseline on the same tasks and seeds: overall, trained and unseen families."""
     out: dict[str, Any] = {"overall": summarize(base, samples), "failure_modes": failure_modes(base),
                            "traps": traps(base), "behaviour": behaviour(base),
-                           "behaviour_gain": behaviour_gains(rows, base)}
+                           "behaviour_gain": behaviour_gains(rows, base), "by_length": by_length(base, samples)}
     b_tr, b_un = split_transfer(base, trained_families)
     c_tr, c_un = split_transfer(rows, trained_families)
     out["transfer"] = {"trained": summarize(b_tr, samples), "unseen": summarize(b_un, samples)}

@@ -34,6 +34,8 @@ class EpisodeRow:
     infra_failure: bool
     reward_components: Mapping[str, float] = field(default_factory=dict)
     trajectory: Mapping[str, Any] = field(default_factory=dict)
+    doc_tokens: int = 0
+    """Length of the task's document in tokens (``metadata["tokens"]`` of long-context tasks; 0 for others)."""
 
     @property
     def key(self) -> tuple[int, str]:
@@ -71,6 +73,7 @@ class EpisodeRow:
             infra_failure=t.infra_failure,
             reward_components=_components(t.reward_components, task),
             trajectory=_light(t),
+            doc_tokens=int(task.metadata.get("tokens") or 0),
         )
 
 

@@ -25,8 +25,24 @@ from sandgym.evaluate.report_writer import (
     pyplot,
 )
 
-SECTIONS = ("Headline", "By domain", "By family", "Stability", "Transfer", "Failure modes", "Traps", "Behaviour",
-            "Cost", "Versions")
+SECTIONS = ("Headline", "By domain", "By family", "By document length", "Stability", "Transfer", "Failure modes",
+            "Traps", "Behaviour", "Cost", "Versions")
+
+
+def length_blocks(m: dict[str, Any], with_plots: bool) -> tuple[Block, ...]:
+    """Completion per document length (candidate, baseline) as a table and a bar chart; a note when no task has a
+    document."""
+    cand, base = m.get("by_length") or {}, (m.get("baseline") or {}).get("by_length") or {}
+    if not cand:
+        return (Text("No task in these suites has a document (long-context tasks report completion per length)."),)
+    table = Table(("document length", "completion", "tasks", "baseline"), tuple(
+        (b, format_interval(s.get("completion")), str(s.get("tasks", 0)), format_interval(base.get(b, {}).get("completion")))
+        for b, s in cand.items()))
+    series: list[Series] = [("candidate", [s.get("completion") for s in cand.values()])]
+    if base:
+        series.append(("baseline", [base.get(b, {}).get("completion") for b in cand]))
+    fig = bar_figure("completion by document length (95% CI)", list(cand), series) if with_plots else None
+    return (table, *((fig,) if fig else ()))
 
 
 def behaviour_table(m: dict[str, Any]) -> Table:
@@ -119,6 +135,7 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
         Section("Headline", headline),
         Section("By domain", (by_domain, *fig("domains"))),
         Section("By family", (by_family,)),
+        Section("By document length", length_blocks(m, with_plots)),
         Section("Stability", (stability, Text(
             f"Consistency (all K samples agree): {format_interval(ov.get('consistency'))}. Completion by seed: "
             + ", ".join(f"seed {k} {format_number(v)}" for k, v in seeds["completion_by_seed"].items())

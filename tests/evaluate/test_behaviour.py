@@ -56,3 +56,25 @@ def test_rows_without_an_outcome_have_no_behaviour_to_report():
     bare = EpisodeRow(**{**vars(r), "trajectory": {}})
     m = behaviour([bare])
     assert "recovery" not in m and m["first_attempt_pass"]["value"] == 0.0
+
+
+def test_completion_per_document_length_in_metrics_and_report():
+    from sandgym.evaluate.aggregate import length_bucket
+
+    assert [length_bucket(n) for n in (900, 1100, 2300, 4300, 7800, 16000)] == ["1K", "1K", "2K", "4K", "8K", "16K"]
+    rows, base = [], []
+    for length, rate in ((1000, 1.0), (4100, 0.5), (8000, 0.0)):
+        for t in range(4):
+            for s in range(2):
+                ok = (t + s) % 2 == 0 if rate == 0.5 else rate == 1.0
+                r = row(f"d{length}-{t}", solved=ok, first=None, verified=False, sample=s)
+                rows.append(EpisodeRow(**{**vars(r), "doc_tokens": length, "domain": "long_context"}))
+                base.append(EpisodeRow(**{**vars(r), "doc_tokens": length, "success": False}))
+    m = aggregate(rows, samples=2, baseline=base)
+    assert list(m["by_length"]) == ["1K", "4K", "8K"]
+    assert [m["by_length"][b]["completion"]["value"] for b in m["by_length"]] == [1.0, 0.5, 0.0]
+    assert m["baseline"]["by_length"]["1K"]["completion"]["value"] == 0.0
+    text = markdown({**m, "policy": {"spec": "x"}})
+    assert "## By document length" in text and "| 4K | 0.500" in text
+    assert "No task in these suites has a document" in markdown({**aggregate(rows[:0] + [row("a", solved=True,
+        first=True, verified=True)], samples=1), "policy": {"spec": "x"}})
