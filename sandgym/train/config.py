@@ -52,6 +52,11 @@ class AlgorithmConfig:
     otherwise trajectory (with only a final reward the two give every turn of a trajectory similar credit)."""
     skip_zero_advantage: bool = True
     """Do not spend forward/backward passes on groups whose rewards are all equal (exact when beta = 0)."""
+    gradient_conflict: Literal["off", "measure", "pcgrad"] = "off"
+    """With 2+ domains in a step: "measure" computes each domain's gradient apart (same passes, one extra copy of
+    the LoRA gradient per domain) and logs their cosine (``losses/grad_cosine``, ``losses/grad_cosine_min``);
+    "pcgrad" also projects each domain's gradient off those it conflicts with before summing
+    (``losses/pcgrad_projections``). Single-process training only (a data-parallel learner skips it)."""
 
 
 @dataclass(frozen=True)

@@ -291,6 +291,10 @@ def step_metrics(
                 "losses/trained_sequences": float(stats.sequences),
             }
         )
+        if stats.grad_cosine is not None:
+            m.update({"losses/grad_cosine": stats.grad_cosine, "losses/grad_cosine_min": float(stats.grad_cosine_min
+                      if stats.grad_cosine_min is not None else stats.grad_cosine),
+                      "losses/pcgrad_projections": float(stats.pcgrad_projections)})
     else:
         m["losses/trained_sequences"] = 0.0
     for domain in sorted({t.domain for t in trajs}):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ import torch
 
 from sandgym.agents.trajectory import Trajectory
 from sandgym.train.config import AlgorithmConfig
+from sandgym.train.conflict import ConflictStats, pairwise_cosines, pcgrad
 from sandgym.train.loss import policy_loss, token_logprobs
 
 
@@ -26,11 +27,13 @@ class Sample:
     action_mask: tuple[int, ...]
     sampling_logprobs: tuple[float, ...]
     advantages: tuple[float, ...]
+    domain: str = ""
+    """The trajectory's domain (per-domain gradients for ``algorithm.gradient_conflict``)."""
 
 
 def make_samples(trajs: Sequence[Trajectory], per_token_adv: Sequence[Sequence[float]]) -> list[Sample]:
     return [
-        Sample(t.token_ids, t.action_mask, t.logprobs, tuple(a))
+        Sample(t.token_ids, t.action_mask, t.logprobs, tuple(a), t.domain)
         for t, a in zip(trajs, per_token_adv, strict=True)
         if t.has_tokens and sum(t.action_mask) > 0
     ]
@@ -163,6 +166,10 @@ class StepStats:
     grad_norm: float
     tokens: int
     sequences: int
+    grad_cosine: float | None = None
+    """Mean pairwise cosine between the domains' gradients (``gradient_conflict`` on, 2+ domains); else None."""
+    grad_cosine_min: float | None = None
+    pcgrad_projections: int = 0
 
 
 def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
@@ -209,7 +216,13 @@ def learner_update(
     """
     params = [p for p in model.parameters() if p.requires_grad]
     total_tokens = sum(sum(s.action_mask[1:]) for s in samples)
-    parts_of_batch = list(micro_batches(samples, micro_batch))
+    domains = sorted({s.domain for s in samples})
+    per_domain = algo.gradient_conflict != "off" and shard is None and len(domains) > 1
+    if per_domain:  # each domain's micro-batches together: its share of the gradient is read after them
+        parts_of_batch = [mb for d in domains for mb in micro_batches([s for s in samples if s.domain == d],
+                                                                       micro_batch)]
+    else:
+        parts_of_batch = list(micro_batches(samples, micro_batch))
     if shard is not None:
         parts_of_batch = [mb for i, mb in enumerate(parts_of_batch) if i % shard.world == shard.rank]
     mbs = [collate(mb, pad_id, device) for mb in parts_of_batch]
@@ -217,8 +230,11 @@ def learner_update(
     ref = _ref_logprobs(model, mbs, temperature) if algo.beta > 0 else None
     totals = torch.zeros(5, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean
     grad_norm = 0.0
+    conflict: ConflictStats | None = None
+    domain_of = [parts[0].domain for parts in parts_of_batch]
     for _ in range(algo.epochs):
         optimizer.zero_grad(set_to_none=True)
+        grads: dict[str, torch.Tensor] = {}
         for i, mb in enumerate(mbs):
             new = forward_logprobs(model, mb, temperature)
             parts = policy_loss(
@@ -239,6 +255,10 @@ def learner_update(
             (parts.loss * share).backward()
             totals += share * torch.tensor([float(parts.loss.detach()), parts.pg_loss, parts.kl, parts.clip_frac,
                                             parts.tis_mean], dtype=torch.float64)
+            if per_domain and (i + 1 == len(mbs) or domain_of[i + 1] != domain_of[i]):
+                grads[domain_of[i]] = _take_grads(params)
+        if per_domain:
+            conflict = _combine(params, grads, algo.gradient_conflict)
         if shard is not None:  # sum of the shards' gradients = the full batch's gradient (a rank may hold none)
             for p in params:
                 if p.grad is None:
@@ -251,7 +271,33 @@ def learner_update(
         shard.all_reduce(totals)
     t = (totals / algo.epochs).tolist()
     return StepStats(loss=t[0], pg_loss=t[1], kl=t[2], clip_frac=t[3], tis_mean=t[4], grad_norm=grad_norm,
-                     tokens=total_tokens, sequences=len(samples))
+                     tokens=total_tokens, sequences=len(samples),
+                     grad_cosine=conflict.mean if conflict else None, grad_cosine_min=conflict.min if conflict else None,
+                     pcgrad_projections=conflict.projections if conflict else 0)
+
+
+def _take_grads(params: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The accumulated gradient as one flat vector; the parameters' gradients are zeroed for the next domain."""
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+    for p in params:
+        p.grad = None
+    return flat
+
+
+def _combine(params: Sequence[torch.Tensor], grads: Mapping[str, torch.Tensor], mode: str) -> ConflictStats:
+    """Measure the domains' gradient cosines, then write their sum (PCGrad-projected for ``mode="pcgrad"``)
+    back as the parameters' gradients."""
+    names = sorted(grads)
+    if mode == "pcgrad":
+        total, projections = pcgrad([grads[n] for n in names])
+    else:
+        total, projections = torch.stack([grads[n] for n in names]).sum(0), 0
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.grad = total[offset:offset + n].view_as(p).clone()
+        offset += n
+    return ConflictStats(pairwise_cosines(grads), projections)
 
 
 def _share(mb: Batch, aggregation: str, total_tokens: int, total_seqs: int) -> float:
