@@ -78,13 +78,27 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     tasks = [t for ts in runtime.domain_tasks(config).values() for t in ts]
     rng = random.Random(config.seed)
     rng.shuffle(tasks)
-    tasks = tasks[: config.sft.episodes]
     style: str = config.sft.oracle_style
     if style == "auto":
         style = {"submit": "code", "test": "fix"}.get(config.rollout.code_action, "tools")
+    # test-and-fix: a planted bug fails the visible tests only sometimes, so draw from 3x the tasks and balance
+    tasks = tasks[: config.sft.episodes * (3 if style == "fix" else 1)]
     policy = ScriptedPolicy(lambda: OracleAgent(style=style), tokenizer=tokenizer)
     rc = RolloutConfig(max_new_tokens=4096, max_turns=config.rollout.max_turns + 4, max_total_tokens=16384, seed=config.seed)
-    return rollout(policy, runtime.env_factory(config), tasks, group_size=1, config=rc)
+    trajs = rollout(policy, runtime.env_factory(config), tasks, group_size=1, config=rc)
+    return balanced_fix_demos(trajs, config.sft.episodes) if style == "fix" else trajs
+
+
+def balanced_fix_demos(trajs: Sequence[Trajectory], n: int) -> list[Trajectory]:
+    """``n`` test-and-fix demonstrations, half of them a fix (the first run failed) when there are enough: with
+    few fixes among them, the warm start learns to submit after any first run, passing or not."""
+    good = [t for t in trajs if t.success and teaches(t)]
+    fixes = [t for t in good if t.outcome is not None and t.outcome.actions.first_test_passed is False]
+    direct = [t for t in good if t not in fixes]
+    picked = fixes[: n // 2]
+    picked += direct[: n - len(picked)]
+    picked += fixes[len(fixes[: n // 2]): len(fixes[: n // 2]) + n - len(picked)]
+    return picked
 
 
 def teaches(t: Trajectory) -> bool:

@@ -70,3 +70,16 @@ def test_an_episode_cut_by_the_engine_keeps_what_the_agent_did(local_ok, tiny_to
     a = actions_of(row)
     assert a["test_runs"] == 1 and a["first_test_passed"] is False
     assert behaviour([row])["recovery"]["value"] == 0.0  # a failed first attempt that never recovered counts
+
+
+def test_balanced_demos_take_half_fixes_when_there_are_enough(fix_demos):
+    from sandgym.train.sft import balanced_fix_demos
+
+    _, trajs = fix_demos
+    fixes = [t for t in trajs if t.outcome.actions.first_test_passed is False and teaches(t)]
+    for n in (2, 4, 6):
+        picked = balanced_fix_demos(trajs, n)
+        n_fix = sum(t.outcome.actions.first_test_passed is False for t in picked)
+        assert len(picked) == min(n, sum(teaches(t) for t in trajs))
+        assert n_fix == min(len(fixes), max(n // 2, n - (len(picked) - n_fix)))
+        assert len({id(t) for t in picked}) == len(picked)
