@@ -57,7 +57,7 @@ def build_tiny_model(tokenizer: Any, *, stop_pull: float = 4.0, seed: int = 0) -
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=1024,
+        max_position_embeddings=4096,
         tie_word_embeddings=False,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,

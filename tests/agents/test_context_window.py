@@ -26,9 +26,9 @@ def env_factory():
 
 
 def test_budget_past_the_model_window_is_refused(policy):
-    assert context_window(policy) == 1024
-    with pytest.raises(ConfigError, match=r"max_total_tokens=4096 exceeds the model's context window of 1024"):
-        check_context(policy, env_factory, [task(0, 10)], RolloutConfig(max_total_tokens=4096, max_new_tokens=64))
+    assert context_window(policy) == 4096
+    with pytest.raises(ConfigError, match=r"max_total_tokens=8192 exceeds the model's context window of 4096"):
+        check_context(policy, env_factory, [task(0, 10)], RolloutConfig(max_total_tokens=8192, max_new_tokens=64))
 
 
 def test_long_prompt_is_named_with_its_length_and_the_fix(policy):
@@ -37,7 +37,7 @@ def test_long_prompt_is_named_with_its_length_and_the_fix(policy):
         check_context(policy, env_factory, tasks, RolloutConfig(max_total_tokens=512, max_new_tokens=64))
     msg = str(e.value)
     assert "1 of 3 tasks" in msg and "long-1 (" in msg and "long-0" not in msg
-    assert "raise rollout.max_total_tokens to" in msg or "window is 1024" in msg
+    assert "raise rollout.max_total_tokens to" in msg
 
 
 def test_prompts_that_fit_pass_and_report_their_lengths(policy):

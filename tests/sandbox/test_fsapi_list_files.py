@@ -46,12 +46,26 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def _fds_under(root: Path) -> list[str]:
+    """Open fds of this process that point inside ``root`` (other threads' fds do not count)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(root)):
+            out.append(target)
+    return out
+
+
 def test_lists_a_5000_deep_tree_without_recursion(tmp_path: Path) -> None:
     expected = _deep_tree(tmp_path / "deep", 5000)
-    before = _open_fds()
-    assert fsapi.list_files(str(tmp_path / "deep")) == expected and len(expected) == 10
-    assert _open_fds() == before  # every directory fd closed again
-    fsapi.remove_tree(str(tmp_path / "deep"))
+    try:
+        assert fsapi.list_files(str(tmp_path / "deep")) == expected and len(expected) == 10
+        assert _fds_under(tmp_path) == []  # every directory fd closed again
+    finally:  # a 5000-deep tree left behind would break pytest's own recursive clean-up of old temp dirs
+        fsapi.remove_tree(str(tmp_path / "deep"))
 
 
 def test_deep_and_wide_stays_within_a_low_fd_limit(tmp_path: Path) -> None:
@@ -65,8 +79,8 @@ def test_deep_and_wide_stays_within_a_low_fd_limit(tmp_path: Path) -> None:
         got = fsapi.list_files(str(tmp_path / "comb"))
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        fsapi.remove_tree(str(tmp_path / "comb"))
     assert got == expected
-    fsapi.remove_tree(str(tmp_path / "comb"))
 
 
 def test_many_pending_parents_fall_back_to_reopening_from_the_root(tmp_path: Path, monkeypatch) -> None:
@@ -78,10 +92,9 @@ def test_many_pending_parents_fall_back_to_reopening_from_the_root(tmp_path: Pat
             (root / a / b / "q" / "f.py").write_text("")
         (root / a / "top.txt").write_text("")
     expected = sorted([f"{a}/{b}/q/f.py" for a in "abc" for b in "xyz"] + [f"{a}/top.txt" for a in "abc"])
-    before = _open_fds()
     assert fsapi.list_files(str(root)) == expected
     assert fsapi.list_files(str(root), "b") == [p for p in expected if p.startswith("b/")]
-    assert _open_fds() == before
+    assert _fds_under(tmp_path) == []
 
 
 def test_symlinks_are_neither_listed_nor_followed_and_limit_holds(tmp_path: Path) -> None:
