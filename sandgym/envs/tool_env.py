@@ -390,7 +390,8 @@ class ToolEnv(gym.Env[str, str]):
         return Actions(turns=self._turns, submitted=ctx.submitted is not None, **vars(self._counts))
 
     def _track_testing(self, ctx: ToolContext, tool: str) -> None:
-        """Keep ``test_runs``, ``first_test_passed`` and ``tested_before_submit`` (the test-and-fix behaviours)."""
+        """Keep ``test_runs``, ``first_test_passed``, ``last_test_passed`` and ``tested_before_submit`` (the
+        test-and-fix behaviours) after ``tool`` ran."""
         c = self._counts
         if tool == "run_tests" and len(ctx.visible_results) > c.test_runs:
             c.test_runs = len(ctx.visible_results)
