@@ -109,10 +109,11 @@ def fix_plan(task: Task, reference: str) -> list[str]:
     demonstration shows the failing test output, the fix and the passing run. Whether the bug fails the visible
     tests is up to them: a caller keeps the demonstrations whose first run failed or whose first block passed."""
     turns = [fenced(reference), "SUBMIT"]
-    if zlib.crc32(task.id.encode()) % 2 or not task.visible_tests:  # a bug no test would show is not a lesson
+    key = zlib.crc32(task.id.encode())
+    if key % 2 or not task.visible_tests:  # a bug no test would show is not a lesson
         return turns
     targets = find_targets(reference)
-    bugs = bug_mutations(reference, targets[0], seed=zlib.crc32(task.id.encode())) if targets else []
+    bugs = bug_mutations(reference, targets[0], seed=key) if targets else []
     return [fenced(bugs[0].source), *turns] if bugs else turns
 
 

@@ -92,13 +92,15 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
 def balanced_fix_demos(trajs: Sequence[Trajectory], n: int) -> list[Trajectory]:
     """``n`` test-and-fix demonstrations, half of them a fix (the first run failed) when there are enough: with
     few fixes among them, the warm start learns to submit after any first run, passing or not."""
-    good = [t for t in trajs if t.success and teaches(t)]
-    fixes = [t for t in good if t.outcome is not None and t.outcome.actions.first_test_passed is False]
-    direct = [t for t in good if t not in fixes]
-    picked = fixes[: n // 2]
-    picked += direct[: n - len(picked)]
-    picked += fixes[len(fixes[: n // 2]): len(fixes[: n // 2]) + n - len(picked)]
-    return picked
+    fixes: list[Trajectory] = []
+    direct: list[Trajectory] = []
+    for t in trajs:
+        if t.success and teaches(t):
+            fixed = t.outcome is not None and t.outcome.actions.first_test_passed is False
+            (fixes if fixed else direct).append(t)
+    k = min(len(fixes), n // 2)
+    picked = fixes[:k] + direct[: n - k]
+    return picked + fixes[k : k + n - len(picked)]  # too few direct ones: more fixes fill the rest
 
 
 def teaches(t: Trajectory) -> bool:
