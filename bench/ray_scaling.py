@@ -54,7 +54,8 @@ def bench_eval(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
 def bench_train(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
     from sandgym.train.config import load_config
-    from sandgym.train.loop import load_metrics, run
+    from sandgym.train.loop import run
+    from sandgym.train.metrics import load_metrics
     from tests.conftest import build_tiny_model, build_tiny_tokenizer
     from tests.distributed.conftest import toy_overrides
 

@@ -38,7 +38,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 SIDE_BY_SIDE = ("sandgym.train", "sandgym.evaluate")
 
 KNOWN_FILE_CYCLES: tuple[frozenset[str], ...] = (
-    frozenset({"sandgym.train.distributed.ray_loop", "sandgym.train.loop"}),  # goes with the one-loop refactor
 )
 """File cycles left from before the layering test (issue 18); the list only shrinks: a new cycle fails, and so
 does an entry that no longer is a cycle (remove it)."""

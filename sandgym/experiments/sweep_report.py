@@ -83,7 +83,7 @@ def _band(curves: Sequence[Mapping[int, float]]) -> dict[str, list[float]]:
 
 
 def _run_data(run_dir: Path) -> dict[str, Any]:
-    from sandgym.train.loop import load_metrics  # torch
+    from sandgym.train.metrics import load_metrics  # torch
 
     metrics = load_metrics(run_dir)
     curve = load_curve(run_dir)

@@ -59,7 +59,7 @@ __all__ = ["HarborTaskDir", "import_harbor", "is_harbor_task", "parse_harbor_dir
 log = logging.getLogger(__name__)
 
 WORKSPACE = "/workspace"
-"""The sandbox's working directory (``sandgym.sandbox.runtime.IN_WORK``): Harbor's WORKDIR maps here."""
+"""The sandbox's working directory (``sandgym.sandbox.bwrap_host.IN_WORK``): Harbor's WORKDIR maps here."""
 TOML_SECTIONS = ("schema_version", "version", "task", "metadata", "verifier", "agent", "environment", "solution",
                  "source")
 """Top-level keys of Harbor's ``TaskConfig`` (harbor.models.task.config)."""

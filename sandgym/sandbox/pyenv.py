@@ -51,7 +51,7 @@ def env_key(requirements: Sequence[str], python_version: str, wheelhouse: str | 
 
 
 def envs_dir() -> Path:
-    from sandgym.sandbox.runtime import RUNTIME_BASE
+    from sandgym.sandbox.bwrap_host import RUNTIME_BASE
 
     return RUNTIME_BASE / "envs"
 

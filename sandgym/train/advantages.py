@@ -1,4 +1,5 @@
-"""Advantage estimators: pure functions from rewards of G samples per task to one advantage per sample.
+"""Advantages: the group estimators (pure functions from the rewards of G samples per task to one advantage per
+sample), per-turn returns, and the step's per-token advantages built from trajectories with them.
 
 >>> import torch
 >>> [round(x, 4) for x in grpo_advantages(torch.tensor([1.0, 0.0, 1.0, 0.0]), torch.tensor([0, 0, 0, 0])).tolist()]
@@ -14,6 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+
+from sandgym.agents.trajectory import Trajectory
+from sandgym.train.config import TrainConfig
+from sandgym.train.domains import DomainMixer
 
 ADVANTAGE_ESTIMATORS = ("grpo", "dr_grpo", "rloo")
 
@@ -106,3 +111,61 @@ def per_step_advantages(
                     a = returns[i][t] - mean_t
                     out[i].append(a / (std + eps) if scale_by_std else a)
     return out
+
+
+def compute_batch_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> list[float]:
+    """Per-trajectory advantages: per-domain normalised rewards, then the configured group estimator.
+
+    Groups are the G samples of one task in this batch (``group_id``); a group left with fewer than two valid
+    samples (after infra failures were dropped) gets advantage 0.
+    """
+    if not trajs:
+        return []
+    _observe(trajs, mixer)
+    rewards = [mixer.stats[t.domain].normalize(t.reward) if config.domains.normalize else t.reward for t in trajs]
+    groups = torch.tensor([t.group_id for t in trajs])
+    adv = compute_advantages(config.algorithm.name, torch.tensor(rewards, dtype=torch.float64), groups)
+    sizes = {g: int((groups == g).sum()) for g in set(groups.tolist())}
+    return [0.0 if sizes[t.group_id] < 2 else float(a) for t, a in zip(trajs, adv, strict=True)]
+
+
+def token_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> list[list[float]]:
+    """One advantage per token of each trajectory (0 on tokens the model did not sample):
+    ``algorithm.advantage_mode = "trajectory"`` spreads the trajectory's advantage over its sampled tokens,
+    ``"per_step"`` gives each turn's tokens that turn's return-to-go advantage."""
+    if config.algorithm.advantage_mode == "per_step":
+        return per_step_token_advantages(trajs, mixer, config)
+    return [[a * m for m in t.action_mask]
+            for t, a in zip(trajs, compute_batch_advantages(trajs, mixer, config), strict=True)]
+
+
+def turn_rewards(t: Trajectory) -> list[float]:
+    """Per-turn rewards: the env's ``turn_rewards`` when it recorded them, else the final reward on the last turn."""
+    recorded = t.metadata.get("turn_rewards")
+    if recorded is not None and len(recorded) == t.num_turns:
+        return [float(x) for x in recorded]
+    return [0.0] * (t.num_turns - 1) + [t.reward] if t.num_turns else []
+
+
+def per_step_token_advantages(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> list[list[float]]:
+    """``per_step`` mode: turn rewards scaled by the domain's reward std, returns-to-go advantages per turn."""
+    _observe(trajs, mixer)
+    rewards = []
+    for t in trajs:
+        scale = mixer.stats[t.domain].std if config.domains.normalize else 1.0
+        rewards.append([r / (scale if scale > 1e-4 else 1.0) for r in turn_rewards(t)])
+    per_turn = per_step_advantages(rewards, [t.group_id for t in trajs], scale_by_std=config.algorithm.name == "grpo")
+    out = []
+    for t, adv in zip(trajs, per_turn, strict=True):
+        tokens: list[float] = []
+        for turn, a in zip(t.turns, adv, strict=True):
+            tokens += [0.0] * len(turn.prompt_token_ids) + [a] * len(turn.completion_token_ids)
+        out.append(tokens)
+    return out
+
+
+def _observe(trajs: Sequence[Trajectory], mixer: DomainMixer) -> None:
+    """Feed each domain's rewards and successes of this batch to its running statistics."""
+    for domain in {t.domain for t in trajs}:
+        ds = [t for t in trajs if t.domain == domain]
+        mixer.observe(domain, [t.reward for t in ds], [t.success for t in ds])

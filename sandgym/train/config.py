@@ -213,9 +213,6 @@ def validate(c: TrainConfig) -> None:
     if c.eval.every < 0 or c.eval.n_tasks < 1 or c.eval.samples < 1 or c.eval.temperature <= 0:
         raise bad("eval", (c.eval.every, c.eval.n_tasks, c.eval.samples, c.eval.temperature),
                   "every >= 0 (0: off), n_tasks >= 1, samples >= 1 and temperature > 0")
-    if c.eval.every and c.distributed.backend != "local":
-        raise bad("eval.every", c.eval.every, 'periodic evaluation runs in the local loop only: use '
-                  'distributed.backend = "local", or eval.every = 0 and `sandgym eval` on the checkpoints')
 
 
 def _validate_distributed(d: DistributedConfig, bad: Any) -> None:

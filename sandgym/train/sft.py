@@ -18,7 +18,7 @@ import torch
 
 from sandgym.agents.trajectory import Trajectory, save_jsonl
 from sandgym.errors import ConfigError
-from sandgym.train import runtime
+from sandgym.train import components
 from sandgym.train.config import TrainConfig
 from sandgym.train.step import Sample, collate, forward_logprobs, micro_batches
 
@@ -46,7 +46,7 @@ def run_sft(config: TrainConfig, out_dir: Path | str, *, policy: Any = None) -> 
     """Train the adapter on demonstrations; saves it to ``out_dir/adapter`` and returns the result."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    policy = policy or runtime.build_policy(config, adapter=config.model.adapter, trainable=True)
+    policy = policy or components.build_policy(config, adapter=config.model.adapter, trainable=True)
     samples = demonstrations(config, policy, out)
     if not samples:
         raise ConfigError(f"sft.source={config.sft.source!r} produced no demonstrations; check the domains")
@@ -75,7 +75,7 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     from sandgym.agents.rollout import RolloutConfig, rollout
     from sandgym.agents.scripted import OracleAgent
 
-    tasks = [t for ts in runtime.domain_tasks(config).values() for t in ts]
+    tasks = [t for ts in components.domain_tasks(config).values() for t in ts]
     rng = random.Random(config.seed)
     rng.shuffle(tasks)
     style: str = config.sft.oracle_style
@@ -85,7 +85,7 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     tasks = tasks[: config.sft.episodes * (3 if style == "fix" else 1)]
     policy = ScriptedPolicy(lambda: OracleAgent(style=style), tokenizer=tokenizer)
     rc = RolloutConfig(max_new_tokens=4096, max_turns=config.rollout.max_turns + 4, max_total_tokens=16384, seed=config.seed)
-    trajs = rollout(policy, runtime.env_factory(config), tasks, group_size=1, config=rc)
+    trajs = rollout(policy, components.env_factory(config), tasks, group_size=1, config=rc)
     return balanced_fix_demos(trajs, config.sft.episodes) if style == "fix" else trajs
 
 
@@ -158,7 +158,7 @@ def transcripts_to_samples(path: Path, chat_format: Any) -> list[Sample]:
 
 def train_on_samples(model: torch.nn.Module, samples: Sequence[Sample], config: TrainConfig, *, pad_id: int) -> list[float]:
     """Cross-entropy on masked (assistant) tokens; returns the mean loss of each epoch."""
-    progress = runtime.progress
+    progress = components.progress
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=config.sft.lr)

@@ -14,8 +14,10 @@ from typing import Any
 import torch
 
 from sandgym.agents.trajectory import Trajectory
-from sandgym.train.config import AlgorithmConfig
+from sandgym.train.advantages import token_advantages
+from sandgym.train.config import AlgorithmConfig, TrainConfig
 from sandgym.train.conflict import ConflictStats, pairwise_cosines, pcgrad
+from sandgym.train.domains import DomainMixer
 from sandgym.train.loss import policy_loss, token_logprobs
 
 
@@ -37,6 +39,20 @@ def make_samples(trajs: Sequence[Trajectory], per_token_adv: Sequence[Sequence[f
         for t, a in zip(trajs, per_token_adv, strict=True)
         if t.has_tokens and sum(t.action_mask) > 0
     ]
+
+
+def batch_samples(trajs: Sequence[Trajectory], mixer: DomainMixer, config: TrainConfig) -> tuple[list[Trajectory], list[Sample]]:
+    """The learner's batch from one step's trajectories (whichever backend rolled them out).
+
+    Infra failures are dropped (never scored); the rest get per-token advantages (``token_advantages``); with
+    ``beta = 0`` and ``skip_zero_advantage``, trajectories whose advantages are all zero (a group with no reward
+    spread) carry no gradient and are left out. Returns (the valid trajectories, the samples to train on).
+    """
+    valid = [t for t in trajs if not t.infra_failure]
+    skip = config.algorithm.skip_zero_advantage and config.algorithm.beta == 0
+    keep = [(t, a) for t, a in zip(valid, token_advantages(valid, mixer, config), strict=True)
+            if not (skip and max(map(abs, a), default=0.0) < 1e-8)]
+    return valid, make_samples([t for t, _ in keep], [a for _, a in keep])
 
 
 @dataclass(frozen=True)
@@ -274,6 +290,15 @@ def learner_update(
                      tokens=total_tokens, sequences=len(samples),
                      grad_cosine=conflict.mean if conflict else None, grad_cosine_min=conflict.min if conflict else None,
                      pcgrad_projections=conflict.projections if conflict else 0)
+
+
+def update_with_config(model: torch.nn.Module, optimizer: torch.optim.Optimizer, samples: Sequence[Sample],
+                       config: TrainConfig, *, pad_id: int, shard: Shard | None = None) -> StepStats:
+    """:func:`learner_update` with a run's ``[algorithm]``, ``[optim]`` and ``[rollout]`` settings."""
+    return learner_update(model, optimizer, samples, config.algorithm, pad_id=pad_id,
+                          temperature=config.rollout.temperature, micro_batch=config.optim.micro_batch,
+                          max_grad_norm=config.optim.max_grad_norm, norm_len=config.rollout.max_total_tokens,
+                          shard=shard)
 
 
 def _take_grads(params: Sequence[torch.Tensor]) -> torch.Tensor:

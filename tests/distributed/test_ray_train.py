@@ -5,7 +5,8 @@ import pytest
 
 import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
 from sandgym.train.config import load_config
-from sandgym.train.loop import load_metrics, run
+from sandgym.train.loop import run
+from sandgym.train.metrics import load_metrics
 from tests.distributed.conftest import toy_overrides
 
 RAY = {"distributed.backend": '"ray"'}
@@ -47,7 +48,13 @@ def _assert_like_single(result, single) -> list[dict]:
 
 
 def test_sync_ray_run_matches_single_process(tiny_model_dir, tmp_path, ray_cluster, single):
-    result = run(load_config(None, toy_overrides(tiny_model_dir, tmp_path, **RAY)))
+    seen: list[tuple[int, Path]] = []  # the loop is the local one: the periodic-eval hook runs on Ray too
+
+    def on_eval(config, policy, step, run_dir):
+        seen.append((step, Path(run_dir)))
+
+    result = run(load_config(None, toy_overrides(tiny_model_dir, tmp_path, **RAY)), on_eval=on_eval)
+    assert seen == [(s, tmp_path) for s in range(4)]
     rows = _assert_like_single(result, single)
     # the same tasks per step as the single-process run, all on-policy
     assert [r["data/batch_hash"] for r in rows] == [r["data/batch_hash"] for r in load_metrics(single.run_dir)]
@@ -66,8 +73,6 @@ def test_async_ray_run_respects_max_staleness(tiny_model_dir, tmp_path, ray_clus
 
 
 def test_killed_worker_is_replaced_and_no_episode_is_lost_or_double_counted(tiny_model_dir, tmp_path, ray_cluster):
-    from sandgym.train.distributed.ray_loop import run as run_on_ray
-
     dispatched: list[tuple[int, int]] = []
 
     def kill_third(slot, actor, unit):
@@ -76,7 +81,7 @@ def test_killed_worker_is_replaced_and_no_episode_is_lost_or_double_counted(tiny
             ray_cluster.kill(actor)
 
     cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path, **ASYNC))
-    result = run_on_ray(cfg, on_dispatch=kill_third)
+    result = run(cfg, on_dispatch=kill_third)
     rows = load_metrics(result.run_dir)
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert rows[-1]["dist/worker_restarts"] >= 1 and rows[-1]["dist/requeued_units"] >= 1

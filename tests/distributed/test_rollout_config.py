@@ -13,7 +13,7 @@ from sandgym.envs.parsing import stop_strings_for
 from sandgym.evaluate.config import EVAL_ROLLOUT, EvalConfig
 from sandgym.evaluate.policies import PolicyInfo
 from sandgym.evaluate.run import evaluate_policy, load_tasks, rollout_config
-from sandgym.train import runtime
+from sandgym.train import components
 from sandgym.train.config import load_config
 
 
@@ -33,9 +33,9 @@ def captured(monkeypatch) -> list[Any]:
 def test_training_rollouts_use_the_rollout_section(captured, code_action):
     cfg = load_config(None, [f"rollout.code_action={json.dumps(code_action)}", "rollout.temperature=0.7",
                              "rollout.max_new_tokens=77"])
-    runtime.collect(None, lambda: None, [], cfg, seed=11, version=3)
+    components.collect(None, lambda: None, [], cfg, seed=11, version=3)
     (rc,) = captured
-    assert rc == runtime.rollout_config(cfg, seed=11, version=3)
+    assert rc == components.rollout_config(cfg, seed=11, version=3)
     assert (rc.seed, rc.policy_version, rc.temperature, rc.max_new_tokens) == (11, 3, 0.7, 77)
     assert rc.stop_strings == stop_strings_for(None if code_action == "none" else code_action)
 

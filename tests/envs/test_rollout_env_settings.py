@@ -29,7 +29,7 @@ def train_config(**overrides: Any) -> Any:
 
 
 def test_settings_reach_a_registered_env() -> None:
-    from sandgym.train.runtime import env_factory
+    from sandgym.train.components import env_factory
 
     cfg = train_config(env="sandgym/Coding-v0", max_turns=2, code_action="python", tools=["write_file", "submit"])
     env = env_factory(cfg)()
@@ -70,7 +70,7 @@ def test_periodic_eval_keeps_the_training_env() -> None:
 
 
 def test_an_env_without_the_settings_still_works_when_they_are_left_at_defaults() -> None:
-    from sandgym.train.runtime import env_factory
+    from sandgym.train.components import env_factory
 
     cfg = train_config(env=TOY, max_turns=1, env_kwargs={"first_only": True})  # the rollout enforces max_turns
     env = env_factory(cfg)()
@@ -125,7 +125,7 @@ def test_a_truncated_episode_through_rollout_env_is_graded(local_ok: bool) -> No
     from sandgym.agents.policy import ScriptedPolicy
     from sandgym.agents.rollout import rollout
     from sandgym.tasks.registry import load_suite
-    from sandgym.train.runtime import env_factory, rollout_config
+    from sandgym.train.components import env_factory, rollout_config
 
     cfg = train_config(env="sandgym/Coding-v0", max_turns=2)
     task = load_suite("coding/strings:train", n=1, seed=0, difficulty=1)[0]

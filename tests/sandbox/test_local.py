@@ -182,7 +182,7 @@ def test_uid_slots_are_exclusive_across_threads_and_processes() -> None:
     import subprocess
     import threading
 
-    from sandgym.sandbox.runtime import acquire_slot
+    from sandgym.sandbox.bwrap_host import acquire_slot
 
     leases = []
     threads = [threading.Thread(target=lambda: leases.append(acquire_slot())) for _ in range(4)]
@@ -193,7 +193,7 @@ def test_uid_slots_are_exclusive_across_threads_and_processes() -> None:
     try:
         slots = [lease.slot for lease in leases]
         assert len(set(slots)) == 4
-        code = ("import sys\nfrom sandgym.errors import SandboxError\nfrom sandgym.sandbox.runtime import acquire_slot\n"
+        code = ("import sys\nfrom sandgym.errors import SandboxError\nfrom sandgym.sandbox.bwrap_host import acquire_slot\n"
                 f"try:\n    acquire_slot({slots[0]})\nexcept SandboxError:\n    print('taken')\n"
                 "print(acquire_slot().slot)\n")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.split()

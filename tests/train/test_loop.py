@@ -6,7 +6,8 @@ import torch
 
 import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
 from sandgym.train.config import load_config
-from sandgym.train.loop import load_metrics, run
+from sandgym.train.loop import run
+from sandgym.train.metrics import load_metrics
 
 TOY = "tests.train.toy_env:toy/Letters-v0"
 

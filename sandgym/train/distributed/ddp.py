@@ -21,8 +21,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from sandgym.rollout.pool import import_ray
+from sandgym.train import components
 from sandgym.train.config import AlgorithmConfig, TrainConfig
-from sandgym.train.step import Sample, Shard, StepStats, learner_update
+from sandgym.train.distributed.ray_rollout import adapter_weights, load_adapter_weights
+from sandgym.train.step import Sample, Shard, StepStats, learner_update, update_with_config
 
 
 def free_port() -> int:
@@ -75,27 +78,20 @@ class LearnerRank:
 
     def __init__(self, config: TrainConfig, adapter: str | None, pad_id: int, optimizer_state: dict[str, Any],
                  rank: int, world: int, address: str, weights: dict[str, Any]) -> None:
-        from sandgym.train import runtime
-        from sandgym.train.distributed.ray_rollout import load_adapter_weights
-
         torch.set_num_threads(1)
         self.config, self.pad_id, self.rank = config, pad_id, rank
-        self.model = runtime.build_policy(config, adapter=adapter, trainable=True).model
+        self.model = components.build_policy(config, adapter=adapter, trainable=True).model
         load_adapter_weights(self.model, weights)
         self.optimizer = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad],
                                            lr=config.optim.lr, weight_decay=config.optim.weight_decay)
         self.optimizer.load_state_dict(optimizer_state)
         init_process_group(rank, world, address)
 
-    def update(self, samples: list[Sample], lr: float) -> tuple[StepStats, dict[str, Any] | None]:
-        from sandgym.train.distributed.ray_rollout import adapter_weights
-
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        c = self.config
-        stats = ddp_learner_update(self.model, self.optimizer, samples, c.algorithm, pad_id=self.pad_id,
-                                   temperature=c.rollout.temperature, micro_batch=c.optim.micro_batch,
-                                   max_grad_norm=c.optim.max_grad_norm, norm_len=c.rollout.max_total_tokens)
+    def update(self, samples: list[Sample], step: int) -> tuple[StepStats, dict[str, Any] | None]:
+        """This rank's part of step ``step`` (its learning rate from the config's schedule, like the driver's)."""
+        components.set_lr(self.optimizer, self.config, step)
+        shard = Shard(dist.get_rank(), dist.get_world_size(), dist.all_reduce)
+        stats = update_with_config(self.model, self.optimizer, samples, self.config, pad_id=self.pad_id, shard=shard)
         return stats, adapter_weights(self.model) if self.rank == 0 else None
 
     def optimizer_state(self) -> dict[str, Any]:
@@ -110,9 +106,6 @@ class LearnerGroup:
     """``learner_processes`` ranks as Ray actors; the driver's model mirrors rank 0 after every update."""
 
     def __init__(self, config: TrainConfig, model: Any, optimizer: Any, adapter: str | None, pad_id: int) -> None:
-        from sandgym.rollout.pool import import_ray
-        from sandgym.train.distributed.ray_rollout import adapter_weights
-
         self.ray = import_ray()
         self.model, self.optimizer = model, optimizer
         world = config.distributed.learner_processes
@@ -124,10 +117,7 @@ class LearnerGroup:
         self.ranks = [cls.remote(config, adapter, pad_id, state, r, world, address, weights) for r in range(world)]
 
     def __call__(self, samples: list[Sample], step: int) -> StepStats:
-        from sandgym.train.distributed.ray_rollout import load_adapter_weights
-
-        lr = float(self.optimizer.param_groups[0]["lr"])
-        outs = self.ray.get([r.update.remote(samples, lr) for r in self.ranks])
+        outs = self.ray.get([r.update.remote(samples, step) for r in self.ranks])
         stats, weights = outs[0]
         load_adapter_weights(self.model, weights)
         return stats

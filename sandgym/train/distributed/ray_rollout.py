@@ -8,6 +8,7 @@ arrays put in the object store once and shared by every worker.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ import numpy as np
 import torch
 
 from sandgym.agents.trajectory import Trajectory
+from sandgym.rollout.pool import import_ray
 from sandgym.tasks.task import Task
+from sandgym.train import components
 from sandgym.train.config import TrainConfig
 
 AdapterWeights = dict[str, np.ndarray]
@@ -99,14 +102,12 @@ class RolloutWorker:
     """One rollout worker (wrapped with ``ray.remote`` by :func:`rollout_actor_class`)."""
 
     def __init__(self, config: TrainConfig, adapter: str | None, name: str, threads: int = 1) -> None:
-        from sandgym.train import runtime
-
         torch.set_num_threads(threads)
         self.config = config
         self.name = name
-        self.policy = runtime.build_policy(config, adapter=adapter, trainable=False)
+        self.policy = components.build_policy(config, adapter=adapter, trainable=False)
         self.policy.model.eval()
-        self.make_env = runtime.env_factory(config)
+        self.make_env = components.env_factory(config)
         self.version = -1
 
     def set_weights(self, version: int, weights: AdapterWeights) -> int:
@@ -118,15 +119,9 @@ class RolloutWorker:
 
     def rollout(self, unit: RolloutUnit) -> UnitResult:
         """Roll out the unit's groups with the current weights; trajectories carry ``policy_version``."""
-        import dataclasses
-
-        from sandgym.agents.rollout import rollout
-        from sandgym.train import runtime
-
-        rc = runtime.rollout_config(self.config, seed=unit.seed, version=self.version)
         t0 = time.perf_counter()
-        trajs = rollout(self.policy, self.make_env, list(unit.tasks), group_size=unit.group_size, config=rc,
-                        first_group_id=unit.first_group_id)
+        trajs = components.collect(self.policy, self.make_env, unit.tasks, self.config, seed=unit.seed,
+                                   version=self.version, first_group_id=unit.first_group_id)
         tagged = tuple(
             dataclasses.replace(t, metadata={**t.metadata, "step": unit.step, "worker": self.name}) for t in trajs
         )
@@ -138,7 +133,5 @@ class RolloutWorker:
 
 def rollout_actor_class(num_cpus: float = 1.0) -> Any:
     """``RolloutWorker`` as a Ray actor class (Ray imported only here)."""
-    from sandgym.rollout.pool import import_ray
-
     ray = import_ray()
     return ray.remote(num_cpus=num_cpus, max_restarts=0)(RolloutWorker)
