@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
 from sandgym import __version__
+from sandgym.errors import SandgymError
 from sandgym.private.cli import add_from_repo
 
 # Each module defines ``add_commands(subparsers)``; handlers are set with ``set_defaults(func=...)`` and return
@@ -39,7 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _show_progress_messages() -> None:
     """sandgym's own INFO messages (resumed from..., sweep run 2/6...) go to stderr, unless logging is configured."""
-    import logging
 
     logger = logging.getLogger("sandgym")
     if not logger.handlers and not logging.getLogger().handlers:
@@ -56,7 +57,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 0
-    from sandgym.errors import SandgymError
 
     _show_progress_messages()
     try:

@@ -6,10 +6,13 @@ types and unknown keys up front (with a "did you mean" suggestion) before any wo
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
+import inspect
 import json
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -285,9 +288,6 @@ def _emit(d: Mapping[str, Any], prefix: list[str], lines: list[str]) -> None:
 def field_docs(cls: type) -> dict[str, str]:
     """Each field's docstring (the string literal under it in the class body), whitespace collapsed; {} when the
     source is not available."""
-    import ast
-    import inspect
-    import textwrap
 
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))

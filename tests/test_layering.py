@@ -37,12 +37,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 SIDE_BY_SIDE = ("sandgym.train", "sandgym.evaluate")
 
-KNOWN_FILE_CYCLES: tuple[frozenset[str], ...] = (
-)
-"""File cycles left from before the layering test (issue 18); the list only shrinks: a new cycle fails, and so
-does an entry that no longer is a cycle (remove it)."""
-
-
 def modules() -> dict[str, Path]:
     out = {}
     for p in sorted(ROOT.rglob("*.py")):
@@ -161,11 +155,8 @@ def test_no_import_goes_up_a_layer_or_between_train_and_evaluate():
 def test_no_import_cycles_between_files():
     mods = modules()
     edges = imports(mods)
-    found = cycles({a: set(bs) for a, bs in edges.items()})
-    stale = [sorted(k) for k in KNOWN_FILE_CYCLES if frozenset(k) not in {frozenset(c) for c in found}]
-    assert not stale, f"KNOWN_FILE_CYCLES entries that are no longer cycles (remove them from {__file__}): {stale}"
     msgs = []
-    for comp in (c for c in found if frozenset(c) not in KNOWN_FILE_CYCLES):
+    for comp in cycles({a: set(bs) for a, bs in edges.items()}):
         inside = set(comp)
         msgs.append(" <-> ".join(comp) + ": " + "; ".join(
             where(mods, edges, a, b) for a in comp for b in sorted(edges[a]) if b in inside))

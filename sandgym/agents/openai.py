@@ -13,8 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
-from sandgym.agents.policy import Generation, GenerationRequest, OnDone, SamplingParams
-from sandgym.agents.prompting import ChatFormat
+from sandgym.agents.policy import Generation, GenerationRequest, OnDone, SamplingParams, TextPolicy
 from sandgym.errors import ConfigError, SandgymError
 
 
@@ -22,7 +21,7 @@ class EndpointError(SandgymError, RuntimeError):
     """The chat endpoint failed or answered something that is not a chat completion."""
 
 
-class OpenAIPolicy:
+class OpenAIPolicy(TextPolicy):
     """Text-level policy over an OpenAI-compatible chat endpoint.
 
     Args:
@@ -58,31 +57,17 @@ class OpenAIPolicy:
         self.send_tools = send_tools
         self.extra_body = dict(extra_body or {})
 
-    @property
-    def chat_format(self) -> ChatFormat | None:
-        return None
-
-    @property
-    def token_level(self) -> bool:
-        return False
-
-    def start_episode(self, key: int, task: Any) -> None:
-        return None
-
-    def end_episode(self, key: int) -> None:
-        return None
-
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: SamplingParams, on_done: OnDone | None = None
     ) -> list[Generation]:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(requests)))) as pool:
-            gens = list(pool.map(lambda r: self._one(r, sampling), requests))
+            gens = list(pool.map(lambda r: self.reply(r, sampling), requests))
         if on_done is not None:
             for i, g in enumerate(gens):
                 on_done(i, g)
         return gens
 
-    def _one(self, r: GenerationRequest, sampling: SamplingParams) -> Generation:
+    def reply(self, r: GenerationRequest, sampling: SamplingParams) -> Generation:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [_wire(m) for m in r.messages],

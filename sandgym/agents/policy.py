@@ -99,7 +99,43 @@ class Agent(Protocol):
     def act(self, observation: str, info: Mapping[str, Any]) -> str: ...
 
 
-class ScriptedPolicy:
+class TextPolicy:
+    """Base of text-level policies: no tokenizer, nothing kept per episode, one :meth:`reply` per request.
+
+    Subclasses implement ``reply(request, sampling) -> Generation``; override ``start_episode``/``end_episode``
+    when they keep per-episode state, ``chat_format`` when they render tokens, ``generate`` to batch or fan out.
+    """
+
+    @property
+    def chat_format(self) -> ChatFormat | None:
+        return None
+
+    @property
+    def token_level(self) -> bool:
+        return False
+
+    def start_episode(self, key: int, task: Any) -> None:
+        """Nothing kept per episode."""
+
+    def end_episode(self, key: int) -> None:
+        """Nothing kept per episode."""
+
+    def reply(self, request: GenerationRequest, sampling: SamplingParams) -> Generation:
+        raise NotImplementedError(f"{type(self).__name__} must implement reply(request, sampling)")
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], sampling: SamplingParams, on_done: OnDone | None = None
+    ) -> list[Generation]:
+        out = []
+        for i, r in enumerate(requests):
+            gen = self.reply(r, sampling)
+            if on_done is not None:
+                on_done(i, gen)
+            out.append(gen)
+        return out
+
+
+class ScriptedPolicy(TextPolicy):
     """Adapts scripted agents (``reset(task)`` / ``act(observation, info)``) to :class:`Policy`.
 
     ``agent_factory`` makes one agent per episode (an agent class works). With a ``tokenizer`` the engine
@@ -117,10 +153,6 @@ class ScriptedPolicy:
     def chat_format(self) -> ChatFormat | None:
         return self._format
 
-    @property
-    def token_level(self) -> bool:
-        return False
-
     def start_episode(self, key: int, task: Any) -> None:
         agent = self.agent_factory()
         agent.reset(task)
@@ -129,13 +161,5 @@ class ScriptedPolicy:
     def end_episode(self, key: int) -> None:
         self._agents.pop(key, None)
 
-    def generate(
-        self, requests: Sequence[GenerationRequest], sampling: SamplingParams, on_done: OnDone | None = None
-    ) -> list[Generation]:
-        out = []
-        for i, r in enumerate(requests):
-            gen = Generation(text=self._agents[r.key].act(r.observation, r.info))
-            if on_done is not None:
-                on_done(i, gen)
-            out.append(gen)
-        return out
+    def reply(self, request: GenerationRequest, sampling: SamplingParams) -> Generation:
+        return Generation(text=self._agents[request.key].act(request.observation, request.info))

@@ -5,6 +5,7 @@ Names are imported lazily so ``import sandgym`` (which registers the env ids) st
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -56,7 +57,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'sandgym.envs' has no attribute {name!r}")

@@ -3,11 +3,16 @@ of the wrong type are a ConfigError naming the fix."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from typing import Any
 
+import gymnasium as gym
+
+from sandgym.envs.registration import BUILTIN_ENVS, env_parameters, plugin_env_ids
 from sandgym.errors import ConfigError
+from sandgym.tasks.validate import type_error, type_name
 
 GYM_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker")
 """Keywords ``gymnasium.make`` takes itself rather than passing to the env."""
@@ -15,10 +20,6 @@ GYM_MAKE_KWARGS = ("max_episode_steps", "disable_env_checker")
 
 def env_ids() -> list[str]:
     """The registered sandgym env ids (built-in first, then plugins)."""
-    import gymnasium as gym
-
-    import sandgym  # noqa: F401 - registers the envs and plugins
-    from sandgym.envs.registration import BUILTIN_ENVS, plugin_env_ids
 
     return list(BUILTIN_ENVS) + [i for i in plugin_env_ids() if i in gym.registry and i not in BUILTIN_ENVS]
 
@@ -26,9 +27,6 @@ def env_ids() -> list[str]:
 def check_env(env_id: str, env_kwargs: Any) -> None:
     """ConfigError for an unknown env id (listing the registered ids) or env kwargs the env does not take
     (unknown keys with a suggestion, wrong types, not a JSON object), before any env or progress bar starts."""
-    import difflib
-
-    import gymnasium as gym
 
     if not isinstance(env_kwargs, dict):
         raise ConfigError(f"env kwargs must be a JSON object such as {{\"max_turns\": 4}}, got "
@@ -46,9 +44,6 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any], *, label: str =
                      example: str = "--env-kwargs '{\"max_turns\": 4}'") -> None:
     """ConfigError for a key of ``env_kwargs`` that ``env_id``'s constructor does not take (with a suggestion) or
     a value of the wrong type; nothing when the signature cannot be told. ``label`` names the keys in errors."""
-    import difflib
-
-    from sandgym.envs.registration import env_parameters
 
     params = env_parameters(env_id)
     if params is None or not params.closed:
@@ -59,7 +54,6 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any], *, label: str =
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"{env_id} takes: {', '.join(known)}"
             raise ConfigError(f"{label} {key!r} is not a parameter of {env_id}; {hint}")
-    from sandgym.tasks.validate import type_error
 
     for key, value in env_kwargs.items():
         if key in hints:
@@ -70,8 +64,6 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any], *, label: str =
 
 
 def _type_name(tp: Any) -> str:
-    from sandgym.tasks.validate import type_name
-
     return type_name(tp)
 
 

@@ -9,9 +9,18 @@ credit) by the env itself rather than dropped ungraded.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+import gymnasium
+
+from sandgym.envs.builtin_tools import builtin_tools
+from sandgym.envs.env_checks import check_env_kwargs, env_ids
+from sandgym.envs.registration import env_parameters
+from sandgym.envs.tool_env import ToolEnv
 from sandgym.errors import ConfigError
 
 ROLLOUT_ENV_KWARGS: Mapping[str, str] = {"max_turns": "max_turns", "sandbox": "backend",
@@ -29,8 +38,6 @@ def tool_env_factory(
 ) -> Callable[[], Any]:
     """A callable returning a fresh :class:`~sandgym.envs.tool_env.ToolEnv` (tasks are given per episode through
     ``reset(options={"task": ...})``). ``code_action="none"`` disables code actions; empty ``tools`` offers all."""
-    from sandgym.envs.builtin_tools import builtin_tools
-    from sandgym.envs.tool_env import ToolEnv
 
     action = None if code_action == "none" else code_action
     names = list(tools) or None
@@ -65,9 +72,6 @@ def rollout_env_factory(
     if not env_id:
         return tool_env_factory(backend=kwargs.pop("backend"), code_action=kwargs.pop("code_action") or "none",
                                 tools=kwargs.pop("tools", ()), max_turns=kwargs.pop("max_turns"), env_kwargs=kwargs)
-    import gymnasium
-
-    from sandgym.envs.registration import env_parameters
 
     params = env_parameters(env_id)
     names = kwargs.pop("tools", None)
@@ -77,7 +81,6 @@ def rollout_env_factory(
         extra = dict(kwargs)
         if names:
             if tool_objects:  # a ToolEnv takes Tool objects; other envs get the names
-                from sandgym.envs.builtin_tools import builtin_tools
 
                 extra["tools"] = builtin_tools(list(names))
             else:
@@ -103,18 +106,10 @@ def rollout_env_kwargs(
     repeats a setting with another value (``max_turns`` always: an env allowed more turns than the rollout never
     grades the episodes the rollout cuts); or an ``env_kwargs`` key or value the env does not take. Empty ``tools``
     means the env's default tools and is not passed."""
-    import gymnasium
-
-    from sandgym.envs.env_checks import check_env_kwargs
-    from sandgym.envs.registration import env_parameters
 
     try:
         params = env_parameters(env_id) if env_id else None
     except (gymnasium.error.Error, ImportError) as exc:
-        import difflib
-
-        from sandgym.envs.env_checks import env_ids
-
         ids = env_ids()
         if isinstance(exc, ImportError):
             why = f"cannot import the module that registers it ({exc})"
@@ -159,16 +154,11 @@ def rollout_env_kwargs(
 
 
 def _is_tool_env(creator: Any) -> bool:
-    import inspect
-
-    from sandgym.envs.tool_env import ToolEnv
-
     return inspect.isclass(creator) and issubclass(creator, ToolEnv)
 
 
 def explicit_settings(obj: Any, names: Collection[str] = tuple(ROLLOUT_ENV_KWARGS)) -> frozenset[str]:
     """The fields of dataclass ``obj`` among ``names`` whose value differs from the field's default."""
-    import dataclasses
 
     out = set()
     for f in dataclasses.fields(obj):

@@ -12,6 +12,10 @@ a list or tuple of these is also accepted. A broken plugin gives a warning, neve
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import inspect
+import typing
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -124,7 +128,6 @@ def describe(env_id: str) -> str:
 def resolve_env_id(env_id: str) -> str:
     """The registered id of ``env_id``, importing the module of a ``"my_pkg.envs:my/Env-v0"`` id first (as
     ``gymnasium.make`` does). Raises ``gymnasium.error.Error`` for an id that is not registered."""
-    import importlib
 
     module, sep, name = env_id.rpartition(":")
     if sep:
@@ -160,9 +163,6 @@ def env_parameters(env_id: str) -> EnvParameters | None:
     """What ``env_id``'s constructor accepts, or None when it cannot be told (the entry point does not load, or
     its signature cannot be read). Raises ``gymnasium.error.Error`` for an unknown id, ImportError when the module
     of a ``"module:id"`` id does not import."""
-    import contextlib
-    import inspect
-    import typing
 
     name = resolve_env_id(env_id)  # an unknown id or a module that does not import: raised here
     try:

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from sandgym.envs.context import ToolContext
 from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall
-from sandgym.errors import SandgymError
+from sandgym.errors import SandboxError, SandgymError
 
 if typing.TYPE_CHECKING:
     from sandgym.envs.context import ToolContext
@@ -100,7 +101,6 @@ class Tool:
     @classmethod
     def from_function(cls, fn: Callable[..., str], name: str | None = None) -> Tool:
         """Derive the schema from ``fn``'s signature (types, defaults) and docstring (``Args:`` section)."""
-        from sandgym.envs.context import ToolContext
 
         hints = typing.get_type_hints(fn, localns={"ToolContext": ToolContext})
         description, arg_docs = _docstring_parts(fn.__doc__ or "")
@@ -240,7 +240,6 @@ class ToolSet:
 
         The content is capped at the task's ``max_observation_chars``.
         """
-        from sandgym.errors import SandboxError
 
         error = self.check(call)
         if error is not None:

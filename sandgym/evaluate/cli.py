@@ -15,7 +15,13 @@ from typing import Any, get_args, get_origin
 
 from sandgym.configs import Flag, config_flags, flag_overrides, flag_value, to_toml
 from sandgym.errors import ConfigError
+from sandgym.evaluate import distributed
+from sandgym.evaluate import run as local
+from sandgym.evaluate.compare import compare_table
 from sandgym.evaluate.config import EvalConfig, load_eval_config
+from sandgym.evaluate.policies import check_out_dir, check_policy
+from sandgym.evaluate.report import headline_rows
+from sandgym.evaluate.run import load_tasks
 
 FLAGS: tuple[Flag, ...] = tuple(config_flags(EvalConfig, sections=("rollout",), skip=("metadata",)))
 """Every flag of ``sandgym eval`` but --set/--print-config: one per field of EvalConfig and of its [rollout]."""
@@ -123,8 +129,6 @@ def add_commands(sub: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from sandgym.evaluate.compare import compare_table
-
     print(compare_table(args.dirs))
     return 0
 
@@ -168,22 +172,14 @@ def _eval(args: argparse.Namespace) -> int:
     if not config.policy:
         raise ConfigError("--policy is required (e.g. --policy smollm2-135m or --policy runs/quickstart, or "
                           "policy = \"...\" in the config)")
-    from sandgym.evaluate.policies import check_out_dir, check_policy
 
     check_out_dir(config.out)  # bad input is reported before torch and transformers load
     check_policy(config.policy)
     if config.baseline:
         check_policy(config.baseline)
-    from sandgym.evaluate.report import headline_rows
-    from sandgym.evaluate.run import load_tasks
 
     load_tasks(config, report=lambda line: print(line, flush=True))  # how many tasks of how many, before the run
-    if config.ray_workers > 0:
-        from sandgym.evaluate.distributed import run
-    else:
-        from sandgym.evaluate.run import run
-
-    result = run(config)
+    result = (distributed.run if config.ray_workers > 0 else local.run)(config)
     print("| metric | candidate | baseline | gain |")
     for row in headline_rows(result.metrics):
         print("| " + " | ".join(row) + " |")

@@ -18,8 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandgym.evaluate import run as single
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows
+from sandgym.evaluate.policies import load_policy
+from sandgym.evaluate.report import write_reports
+from sandgym.evaluate.run import env_factory, rollout_config
+from sandgym.rollout.pool import WorkerPool, import_ray, init_ray
+from sandgym.rollout.progress import progress
 from sandgym.tasks.task import Task
 
 
@@ -42,9 +48,6 @@ class EvalWorker:
     def __init__(self, spec: str, config: EvalConfig, threads: int = 1) -> None:
         import torch
 
-        from sandgym.evaluate.policies import load_policy
-        from sandgym.evaluate.run import env_factory
-
         torch.set_num_threads(threads)
         self.config = config
         self.policy, _ = load_policy(spec)
@@ -55,7 +58,6 @@ class EvalWorker:
 
     def run_unit(self, unit: EvalUnit) -> list[EpisodeRow]:
         from sandgym.agents.rollout import rollout
-        from sandgym.evaluate.run import rollout_config
 
         by_id = {t.id: t for t in unit.tasks}
         trajs = rollout(self.policy, self.make_env, list(unit.tasks), group_size=self.config.samples,
@@ -94,8 +96,6 @@ def evaluate_policy_ray(
 
     ``timings`` (when given) receives ``startup_s`` (actors up, policy loaded) and ``rollout_s``.
     """
-    from sandgym.rollout.pool import WorkerPool, import_ray
-    from sandgym.rollout.progress import progress
 
     ray = import_ray()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -134,9 +134,6 @@ def evaluate_policy_ray(
 
 def run(config: EvalConfig) -> Any:
     """Like :func:`sandgym.evaluate.run.run`, with the rollouts on ``config.ray_workers`` Ray workers."""
-    from sandgym.evaluate import run as single
-    from sandgym.evaluate.report import write_reports
-    from sandgym.rollout.pool import init_ray
 
     t0 = time.perf_counter()
     init_ray(config.ray_address, num_cpus=config.ray_workers)

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandgym.agents import scripted
+from sandgym.agents.models import missing_model_dir
+from sandgym.agents.openai import OpenAIPolicy
+from sandgym.agents.policy import ScriptedPolicy
+from sandgym.configs import load_toml
 from sandgym.errors import ConfigError
+from sandgym.rollout.checkpoints import adapter_problem, newest_valid_checkpoint
 
 SCRIPTED = ("oracle", "noop", "random")
 
@@ -34,9 +41,6 @@ def resolve_adapter_dir(spec: str) -> Path | None:
     naming the file; a run directory whose latest checkpoint is damaged falls back to the newest whole one, with
     a warning. Light: nothing heavy is imported, so bad input is reported at once.
     """
-    import logging
-
-    from sandgym.rollout.checkpoints import adapter_problem, newest_valid_checkpoint
 
     p = Path(spec).expanduser()
     if (p / "adapter_config.json").exists() or (p / "adapter_model.safetensors").exists():
@@ -64,7 +68,6 @@ def check_policy(spec: str) -> None:
         return
     if resolve_adapter_dir(spec) is not None:
         return
-    from sandgym.agents.models import missing_model_dir
 
     problem = missing_model_dir(spec)
     if problem is not None:
@@ -85,14 +88,9 @@ def check_out_dir(out: str | Path) -> None:
 def load_policy(spec: str, *, model: str = "smollm2-135m") -> tuple[Any, PolicyInfo]:
     """Build the policy named by ``spec`` (see :class:`~sandgym.evaluate.config.EvalConfig`)."""
     if spec in SCRIPTED:
-        from sandgym.agents import scripted
-        from sandgym.agents.policy import ScriptedPolicy
-
         cls = {"oracle": scripted.OracleAgent, "noop": scripted.NoopAgent, "random": scripted.RandomAgent}[spec]
         return ScriptedPolicy(cls), PolicyInfo(spec, "scripted", spec)
     if spec.startswith("openai:"):
-        from sandgym.agents.openai import OpenAIPolicy
-
         url, _, name = spec[len("openai:") :].partition("#")
         return OpenAIPolicy(base_url=url, model=name or "default"), PolicyInfo(spec, "endpoint", name or url)
     check_policy(spec)
@@ -110,8 +108,6 @@ def _adapter_base(adapter: Path, default: str) -> str:
     """The base model an adapter was trained on: the run's config when present, else the adapter config."""
     for cfg in (adapter.parent.parent / "config.toml", adapter.parent.parent.parent / "config.toml"):
         if cfg.is_file():
-            from sandgym.configs import load_toml
-
             name = load_toml(cfg).get("model", {}).get("name")
             if name:
                 return str(name)

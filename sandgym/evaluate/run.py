@@ -13,14 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sandgym
 from sandgym.agents.context_window import check_context
 from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.configs import to_dict
+from sandgym.envs.rewards import RewardConfig
 from sandgym.errors import SandboxError
 from sandgym.evaluate.aggregate import aggregate
-from sandgym.evaluate.config import EvalConfig
+from sandgym.evaluate.config import DEFAULT_N_TASKS, EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows
-from sandgym.evaluate.policies import PolicyInfo, load_policy
+from sandgym.evaluate.policies import PolicyInfo, check_out_dir, check_policy, load_policy
+from sandgym.evaluate.report import write_reports
+from sandgym.rollout.progress import progress
+from sandgym.rollout.runner import is_file_source, tasks_line
+from sandgym.tasks.registry import load_suite
 from sandgym.tasks.task import Task
 
 METRICS_SCHEMA = "sandgym.eval/v1"
@@ -45,9 +51,6 @@ def suite_tasks(config: EvalConfig, spec: str) -> tuple[list[Task], int | None]:
     """The tasks ``spec`` gives this evaluation, and how many it has (None for a generated suite): a JSONL file or
     task folder is used whole unless ``n_tasks`` is set; a generated suite gives ``n_tasks`` or
     ``DEFAULT_N_TASKS``."""
-    from sandgym.evaluate.config import DEFAULT_N_TASKS
-    from sandgym.rollout.runner import is_file_source
-    from sandgym.tasks.registry import load_suite
 
     if is_file_source(spec):
         every = load_suite(spec, seed=config.task_seed, difficulty=config.difficulty)
@@ -59,7 +62,6 @@ def suite_tasks(config: EvalConfig, spec: str) -> tuple[list[Task], int | None]:
 def load_tasks(config: EvalConfig, *, report: Callable[[str], None] | None = None) -> list[Task]:
     """Every suite's tasks (see :func:`suite_tasks`), each id once; ``report`` gets one line per suite saying how
     many tasks of how many it gave (``tasks: 40 of 40 from FILE``)."""
-    from sandgym.rollout.runner import tasks_line
 
     tasks: list[Task] = []
     seen: set[str] = set()
@@ -95,7 +97,6 @@ def evaluate_policy(
     A batch in which every episode failed in the sandbox raises :class:`SandboxError` with the first error, unless
     ``stop_on_broken_sandbox`` is False (periodic evaluation inside training: the rows are kept as infra failures)."""
     from sandgym.agents.rollout import rollout
-    from sandgym.rollout.progress import progress
 
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "episodes.jsonl"
@@ -135,8 +136,6 @@ def _group_base(seed: int, tasks: Sequence[Task], first: Task) -> int:
 
 def run(config: EvalConfig) -> EvalResult:
     """Evaluate ``config.policy`` (and ``config.baseline`` when given), aggregate, and write the reports."""
-    from sandgym.evaluate.policies import check_out_dir, check_policy
-    from sandgym.evaluate.report import write_reports
 
     check_out_dir(config.out)
     check_policy(config.policy)
@@ -179,9 +178,6 @@ def versions(config: EvalConfig) -> dict[str, Any]:
     """Versions of everything that decides a score: sandgym, tasks, rewards, model libraries, seeds."""
     import torch
     import transformers
-
-    import sandgym
-    from sandgym.envs.rewards import RewardConfig
 
     try:
         import peft

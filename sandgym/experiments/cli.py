@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from sandgym.experiments import sweep_cli
+from sandgym.experiments.demo import main
 from sandgym.experiments.periodic_eval import maybe_periodic_eval
 from sandgym.train import cli as train_cli
 
@@ -21,6 +22,4 @@ def add_commands(sub: Any) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from sandgym.experiments.demo import main
-
     return main(list(args.demo_args))

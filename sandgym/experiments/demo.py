@@ -25,14 +25,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sandgym.agents.models import ensure_embedded_model, is_embedded
 from sandgym.configs import to_dict, to_toml
-from sandgym.errors import ConfigError
+from sandgym.errors import ConfigError, SandgymError
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.evaluate.metrics import format_interval, format_p
+from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
+from sandgym.evaluate.run import evaluate_policy, load_tasks
+from sandgym.experiments.periodic_eval import train_with_eval as train
+from sandgym.train.checkpoint import latest_checkpoint
 from sandgym.train.config import TrainConfig, load_config
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -63,9 +68,6 @@ def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, se
 
 
 def evaluate(spec: str, name: str, cfg: EvalConfig, out: Path) -> list[EpisodeRow]:
-    from sandgym.evaluate.policies import load_policy
-    from sandgym.evaluate.run import evaluate_policy, load_tasks
-
     policy, info = load_policy(spec)
     rows = evaluate_policy(policy, info, replace(cfg, policy=spec), out / name, tasks=load_tasks(cfg))
     return rows
@@ -209,7 +211,6 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(args.config or str(TRACKS[args.track]), [*args.overrides, f'out_dir="{out / "train"}"'])
     check_same_config(out, config)
     t = time.perf_counter()
-    from sandgym.agents.models import ensure_embedded_model, is_embedded
 
     if is_embedded(config.model.name):
         model_dir = ensure_embedded_model()
@@ -224,8 +225,6 @@ def main(argv: list[str] | None = None) -> int:
     timings["sft"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    from sandgym.experiments.periodic_eval import train_with_eval as train
-    from sandgym.train.checkpoint import latest_checkpoint
 
     rl_config = replace(config, init="base", model=replace(config.model, adapter=str(sft_dir / "adapter")))
     done = latest_checkpoint(out / "train")
@@ -253,7 +252,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def console_main() -> int:
     """``python -m sandgym.demo`` (``make demo``): :func:`main`, with a sandgym error as one line and exit 2."""
-    from sandgym.errors import SandgymError
 
     try:
         return main()

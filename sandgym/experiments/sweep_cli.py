@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from sandgym.experiments.sweep import run_sweep
+from sandgym.experiments.sweep_report import write_sweep_report
+
 
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("sweep", help="train one config over seeds and --vary variations; report with intervals")
@@ -21,9 +24,6 @@ def add_commands(sub: Any) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from sandgym.experiments.sweep import run_sweep
-    from sandgym.experiments.sweep_report import write_sweep_report
-
     if args.report_only:
         write_sweep_report(args.out)
     else:

@@ -13,13 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sandgym.interop.harbor import import_harbor
 from sandgym.tasks.importers import register_importer
 from sandgym.tasks.task import Task
 
 
 def _import_harbor(path: str | Path, *, split: str = "heldout", **kwargs: Any) -> list[Task]:
-    from sandgym.interop.harbor import import_harbor
-
     return import_harbor(path, split=split, **kwargs)
 
 

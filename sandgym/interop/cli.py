@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import sandgym.interop  # noqa: F401  (registers the harbor import format)
+from sandgym.errors import ConfigError
 
 
 def add_commands(subparsers: Any) -> None:
@@ -25,7 +26,6 @@ def add_commands(subparsers: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sandgym.errors import ConfigError
     from sandgym.interop.openenv import serve
 
     env_id = args.env_opt or args.env_id or "sandgym/Coding-v0"

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sandgym.errors import TaskError
+from sandgym.errors import SandboxError, TaskError
+from sandgym.sandbox import Limits, make_sandbox
 from sandgym.sandbox.protocol import Sandbox
 from sandgym.tasks.importers.common import task_id
 from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
@@ -470,11 +471,8 @@ def import_harbor(path: str | Path, *, split: str = "heldout", run_solution: boo
 
 def _capture_reference(info: HarborTaskDir, sandbox_factory: Callable[..., Sandbox] | None, timeout_s: float
                        ) -> tuple[dict[str, str], str]:
-    from sandgym.errors import SandboxError
 
     if sandbox_factory is None:
-        from sandgym.sandbox import Limits, make_sandbox
-
         def sandbox_factory(**kw: Any) -> Sandbox:
             return make_sandbox("local", limits=Limits(timeout_s=timeout_s), **kw)
     reqs = tuple(dict.fromkeys(info.requirements))

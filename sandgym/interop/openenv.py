@@ -26,6 +26,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 import sandgym  # noqa: F401  (registers sandgym/* ids and plugins)
+from sandgym.envs.registration import resolve_env_id
 
 __all__ = ["SandgymAction", "SandgymObservation", "SandgymState", "SandgymEnvironment", "SandgymEnvClient",
            "make_app", "serve"]
@@ -120,7 +121,6 @@ class SandgymEnvClient(EnvClient[SandgymAction, SandgymObservation, SandgymState
 def make_app(env_id: str = "sandgym/Coding-v0", env_kwargs: Mapping[str, Any] | None = None,
              max_sessions: int = 4) -> Any:
     """The FastAPI app of OpenEnv's ``HTTPEnvServer`` serving ``env_id`` (the env id is checked here)."""
-    from sandgym.envs.registration import resolve_env_id
 
     env_id = resolve_env_id(env_id)
     kwargs = dict(env_kwargs or {})

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import ConfigError
+from sandgym.evaluate.policies import load_policy
 from sandgym.private.judge import CalibrationStats, JudgeReward
 
 _TRUE = {"1", "true", "pass", "yes", "good", "correct"}
@@ -109,7 +110,6 @@ def load_judge_policy(spec: str) -> Any:
             raise ConfigError(f"--judge {spec!r} must look like python:package.module:attribute")
         obj = getattr(importlib.import_module(module), attr)
         return obj() if callable(obj) and not hasattr(obj, "generate") else obj
-    from sandgym.evaluate.policies import load_policy
 
     policy, _ = load_policy(spec)
     return policy

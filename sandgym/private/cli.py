@@ -11,6 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sandgym.private.calibrate import calibrate, load_judge_policy, load_labelled
+from sandgym.private.feedback import RewardMapping, import_feedback
+from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, run
+from sandgym.private.judge import JudgeReward
+from sandgym.private.scrub import parse_patterns
+
 
 def add_commands(subparsers: Any) -> None:
     """Register ``sandgym feedback ...`` and ``sandgym judge ...``."""
@@ -68,9 +74,6 @@ def add_from_repo(sub: Any) -> None:
 
 
 def cmd_from_repo(args: argparse.Namespace) -> int:
-    from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, run
-    from sandgym.private.scrub import parse_patterns
-
     config = FromRepoConfig(
         repo=args.path, out=args.out, kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
         max_tasks=args.max_tasks, heldout_fraction=args.heldout_fraction, seed=args.seed, name=args.name,
@@ -91,8 +94,6 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
 
 
 def cmd_feedback_import(args: argparse.Namespace) -> int:
-    from sandgym.private.feedback import RewardMapping, import_feedback
-
     mapping = RewardMapping.parse(args.mapping, args.edit_distance_scale)
     result = import_feedback(args.logs, args.out, mapping=mapping, pairs_out=args.pairs, skip_bad=args.skip_bad,
                              scrub=not args.no_scrub)
@@ -105,9 +106,6 @@ def cmd_feedback_import(args: argparse.Namespace) -> int:
 
 
 def cmd_judge_calibrate(args: argparse.Namespace) -> int:
-    from sandgym.private.calibrate import calibrate, load_judge_policy, load_labelled
-    from sandgym.private.judge import JudgeReward
-
     rubric = Path(args.rubric[1:]).read_text(encoding="utf-8") if args.rubric.startswith("@") else args.rubric
     judge = JudgeReward(load_judge_policy(args.judge), rubric, version=args.version)
     stats = calibrate(judge, load_labelled(args.labelled), threshold=args.threshold, bins=args.bins)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sandgym.agents.trajectory import Trajectory, Turn
+from sandgym.agents.trajectory import Trajectory, Turn, save_jsonl
 from sandgym.errors import ConfigError, SandgymError
 from sandgym.private.scrub import Scrubber, ScrubReport
 
@@ -242,7 +242,6 @@ def import_feedback(path: str | Path, out: str | Path, *, mapping: RewardMapping
     With ``scrub`` (the default) secrets are removed from every text first (``sandgym.private.scrub``); edit
     distances are measured on the original texts.
     """
-    from sandgym.agents.trajectory import save_jsonl
 
     mapping = mapping or RewardMapping()
     records, bad = read_records(path, skip_bad=skip_bad)

@@ -24,7 +24,9 @@ from typing import Any
 from sandgym.errors import ConfigError, SandboxError, TaskError
 from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import DEFAULT_MAX_FILE_BYTES, Snapshot, read_repo, select_tests, test_key
+from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
+from sandgym.tasks.load import save_jsonl
 from sandgym.tasks.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
 from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier
 
@@ -132,8 +134,6 @@ in-process and keep that limit (docs/SANDBOX.md): audit a from-repo suite with `
 
 def _default_factory(backend: str, requirements: tuple[str, ...] = ()) -> SandboxFactory:
     def make(timeout_s: float) -> Sandbox:
-        from sandgym.sandbox.factory import make_sandbox
-
         return make_sandbox(backend, limits=Limits(timeout_s=timeout_s, memory_mb=2048), requirements=requirements)
     return make
 
@@ -374,7 +374,6 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
 
 def write_suite(result: FromRepoResult, out: str | Path, config: FromRepoConfig | None = None) -> Path:
     """Write ``tasks.jsonl`` and ``from_repo_report.json`` into ``out``; returns the JSONL path."""
-    from sandgym.tasks.load import save_jsonl
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sandgym.agents.policy import Generation, GenerationRequest, OnDone, SamplingParams
+from sandgym.agents.policy import Generation, GenerationRequest, SamplingParams, TextPolicy
 from sandgym.errors import ConfigError
 
 JUDGE_TEMPLATE = (
@@ -49,35 +49,14 @@ def parse_score(text: str, scale: float = 10.0) -> float | None:
     return min(1.0, max(0.0, float(value) / den))
 
 
-class FunctionPolicy:
+class FunctionPolicy(TextPolicy):
     """A text-level ``Policy`` from a function ``(user_text) -> reply``: scripted judges for tests and baselines."""
 
     def __init__(self, fn: Callable[[str], str], name: str = "function") -> None:
         self.fn, self.name = fn, name
 
-    @property
-    def chat_format(self) -> None:
-        return None
-
-    @property
-    def token_level(self) -> bool:
-        return False
-
-    def start_episode(self, key: int, task: Any) -> None:
-        return None
-
-    def end_episode(self, key: int) -> None:
-        return None
-
-    def generate(self, requests: Sequence[GenerationRequest], sampling: SamplingParams,
-                 on_done: OnDone | None = None) -> list[Generation]:
-        out = []
-        for i, r in enumerate(requests):
-            gen = Generation(text=self.fn(r.observation))
-            if on_done is not None:
-                on_done(i, gen)
-            out.append(gen)
-        return out
+    def reply(self, request: GenerationRequest, sampling: SamplingParams) -> Generation:
+        return Generation(text=self.fn(request.observation))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
+from sandgym.agents.scripted import run_episode
+from sandgym.envs.tasksource import load_tasks
+from sandgym.envs.tool_env import ToolEnv
 from sandgym.errors import ConfigError
 from sandgym.rollout.audit_attacks import ATTACKS, BASELINE, Attack, attack_names
 from sandgym.tasks.task import Task
@@ -169,8 +174,6 @@ def sample_tasks(suite: str | Sequence[Task], per_family: int = 2, seed: int = 0
     if per_family <= 0:
         raise ConfigError(f"per_family={per_family} must be > 0")
     if isinstance(suite, str):
-        from sandgym.envs.tasksource import load_tasks
-
         tasks = load_tasks(suite, seed=seed)
         groups = _group(tasks)
         if any(len(v) < per_family for v in groups.values()) and not Path(suite).exists():
@@ -217,15 +220,9 @@ def _default_env_id(task: Task) -> str | None:
 
 
 def _make_env(task: Task, env_id: str | None, reuse: bool, env_kwargs: Mapping[str, Any]) -> Any:
-    import gymnasium as gym
-
-    import sandgym  # noqa: F401 - registers the envs and plugins
-
     kwargs = {**dict(env_kwargs), "tasks": [task], "reuse_sandbox": reuse}
     eid = env_id or _default_env_id(task)
     if eid is None:
-        from sandgym.envs.tool_env import ToolEnv
-
         return ToolEnv(**kwargs)
     try:
         return gym.make(eid, disable_env_checker=True, **kwargs)
@@ -234,8 +231,6 @@ def _make_env(task: Task, env_id: str | None, reuse: bool, env_kwargs: Mapping[s
 
 
 def _play(attack: Attack, task: Task, env_id: str | None, seed: int, env_kwargs: Mapping[str, Any]) -> EpisodeRecord:
-    from sandgym.agents.scripted import run_episode
-
     start = time.monotonic()
     env = _make_env(task, env_id, attack.cross_episode, env_kwargs)
     first = None

@@ -4,8 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import time
+from pathlib import Path
 from typing import Any
+
+import gymnasium as gym
+from rich.console import Console
+from rich.table import Table
+
+from sandgym.envs.env_checks import check_env
+from sandgym.envs.registration import BUILTIN_ENVS, describe, plugin_env_ids
+from sandgym.envs.rewards import GOLDEN_DIR, REWARDS, RewardConfig, check_golden
+from sandgym.errors import ConfigError
+from sandgym.rollout.audit import DEFAULT_MARGIN, audit, write_report
+from sandgym.rollout.audit_attacks import ATTACKS, attack_names
+from sandgym.rollout.runner import RunConfig, default_out, run
 
 __all__ = ["add_commands"]
 
@@ -59,11 +74,6 @@ def add_commands(sub: Any) -> None:
 
 
 def _cmd_envs(args: argparse.Namespace) -> int:
-    import gymnasium as gym
-
-    import sandgym  # noqa: F401
-    from sandgym.envs.registration import BUILTIN_ENVS, describe, plugin_env_ids
-
     ids = list(BUILTIN_ENVS) + [i for i in plugin_env_ids() if i in gym.registry]
     width = max(len(i) for i in ids)
     for env_id in ids:
@@ -73,10 +83,6 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from sandgym.envs.env_checks import check_env
-    from sandgym.errors import ConfigError
-    from sandgym.rollout.runner import RunConfig, default_out, run
-
     try:
         env_kwargs = json.loads(args.env_kwargs)
     except (ValueError, RecursionError) as exc:
@@ -96,8 +102,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     summary = run(config)
     if summary.tasks_line:
         print(summary.tasks_line, flush=True)
-    from rich.console import Console
-    from rich.table import Table
 
     table = Table(title=f"{config.agent} on {config.env}: {len(summary.results)} episodes, "
                         f"{summary.episodes_per_s:.2f} episodes/s")
@@ -113,10 +117,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_rewards_check(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from sandgym.envs.rewards import GOLDEN_DIR, check_golden
-
     directory = Path(args.golden) if args.golden else GOLDEN_DIR
     problems = check_golden(directory)
     if problems:
@@ -129,8 +129,6 @@ def _cmd_rewards_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_rewards_list(args: argparse.Namespace) -> int:
-    from sandgym.envs.rewards import REWARDS, RewardConfig
-
     weights = RewardConfig().weights
     for name, fn in sorted(REWARDS.items()):
         doc = (fn.__doc__ or "").strip().splitlines()[0]
@@ -139,12 +137,6 @@ def _cmd_rewards_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_rewards_audit(args: argparse.Namespace) -> int:
-    import re
-    import time
-
-    from sandgym.errors import ConfigError
-    from sandgym.rollout.audit_attacks import ATTACKS, attack_names
-
     if args.list:
         for name in attack_names():
             attack = ATTACKS[name]
@@ -163,16 +155,10 @@ def _cmd_rewards_audit(args: argparse.Namespace) -> int:
     if not args.suite:
         raise ConfigError("sandgym rewards audit needs a SUITE (e.g. coding:train or tasks.jsonl); "
                           "--list shows the attacks")
-    from pathlib import Path
 
     name = Path(args.suite).stem if Path(args.suite).exists() else args.suite
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "suite"
     out = args.out or f"runs/audit/{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-    from rich.console import Console
-    from rich.table import Table
-
-    from sandgym.rollout.audit import DEFAULT_MARGIN, audit, write_report
 
     result = audit(args.suite, env_id=args.env, per_family=args.per_family, seed=args.seed,
                    reuse=not args.no_reuse, attacks=names, workers=args.workers,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import re
 import threading
 import time
 from collections import defaultdict
@@ -12,8 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
+from sandgym.agents.scripted import AGENTS, make_agent, run_episode
 from sandgym.envs.env_checks import check_env
+from sandgym.envs.tasksource import load_tasks
 from sandgym.errors import ConfigError
+from sandgym.tasks.registry import parse_suite_spec
 
 __all__ = ["RunConfig", "RunSummary", "FamilyStats", "run"]
 
@@ -51,7 +57,6 @@ class RunConfig:
             raise ConfigError(f"n_tasks={self.n_tasks} must be > 0 (or None: a task file whole)")
         if self.workers <= 0:
             raise ConfigError(f"workers={self.workers} must be > 0")
-        from sandgym.agents.scripted import AGENTS
 
         if self.agent not in AGENTS:
             raise ConfigError(f"agent={self.agent!r} is not one of {sorted(AGENTS)}")
@@ -89,7 +94,6 @@ DEFAULT_EPISODES = 8
 
 def is_file_source(spec: str) -> bool:
     """Whether a task spec names a JSONL file or task folder (possibly with ``:split`` / ``@n``), not a suite."""
-    from sandgym.tasks.registry import parse_suite_spec
 
     if Path(spec).exists():
         return True
@@ -108,17 +112,12 @@ def tasks_line(used: int, total: int | None, source: str) -> str:
 
 def default_out(env: str, agent: str) -> str:
     """``runs/run/<env>-<agent>-<time>.jsonl``: results go under runs/, never into the current folder."""
-    import re
 
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", env.split("/")[-1]).strip("_") or "env"
     return f"runs/run/{slug}-{agent}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
 
 
 def _make_env(config: RunConfig, tasks: list[Any] | None) -> Any:
-    import gymnasium as gym
-
-    import sandgym  # noqa: F401 - registers the envs and plugins
-
     kwargs = dict(config.env_kwargs)
     if tasks is not None:
         kwargs["tasks"] = tasks
@@ -135,8 +134,6 @@ def _make_env(config: RunConfig, tasks: list[Any] | None) -> Any:
 
 def run(config: RunConfig) -> RunSummary:
     """Run ``config.episodes`` episodes (see :class:`RunConfig`) of ``config.agent`` on ``config.env`` with ``config.workers`` threads."""
-    from sandgym.agents.scripted import make_agent, run_episode
-    from sandgym.envs.tasksource import load_tasks
 
     check_env(config.env, config.env_kwargs)
     if config.out and (Path(config.out).is_dir() or any(p.exists() and not p.is_dir() for p in Path(config.out).parents)):

@@ -12,6 +12,7 @@ which differs in three values (``max_new_tokens=160``, ``max_total_tokens=4096``
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.envs.factory import explicit_settings, rollout_env_factory, rollout_env_kwargs
 from sandgym.envs.parsing import stop_strings_for
 from sandgym.errors import ConfigError
+from sandgym.sandbox.factory import backends
 
 TRUNCATED_TURN = ("end", "continue")
 CODE_ACTIONS = ("python", "submit", "test", "none")
@@ -114,10 +116,6 @@ def validate(r: RolloutSpec) -> None:
 
 
 def _check_sandbox(name: str) -> None:
-    import difflib
-
-    from sandgym.sandbox.factory import backends
-
     names = backends()
     if name not in names:
         close = difflib.get_close_matches(name, names, n=1)

@@ -6,6 +6,7 @@ interface on E2B when ``E2B_API_KEY`` is set. Backends are imported lazily so th
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from sandgym.sandbox.protocol import (
@@ -50,7 +51,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'sandgym.sandbox' has no attribute {name!r}")

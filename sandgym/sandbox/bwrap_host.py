@@ -9,15 +9,18 @@ home still works after the uid drop.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import functools
 import hashlib
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,7 +174,6 @@ def _spec(bwrap_override: str | None) -> tuple[str | None, dict[str, Path], str]
 
 def _remove_old_runtimes(keep: Path, max_age_s: float = 86400.0) -> None:
     """Drop runtime dirs of other source versions unused for a day (a process still using one rebuilds it)."""
-    import time
 
     for old in RUNTIME_BASE.glob("rt-*"):
         try:
@@ -346,8 +348,6 @@ _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
 def _libc() -> Any:
-    import ctypes
-
     return ctypes.CDLL(None, use_errno=True)
 
 
@@ -386,8 +386,6 @@ def mount_workspace(path: str, size_mb: int, uid: int | None) -> str | None:
     opts = f"size={size_mb}m,nr_inodes={inodes},mode=0700,uid={owner},gid={owner}"
     libc = _libc()
     if libc.mount(b"sandgym-ws", os.fsencode(path), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts.encode()) != 0:
-        import ctypes
-
         return f"mount -t tmpfs on {path} failed: {os.strerror(ctypes.get_errno())}"
     return None
 
@@ -511,8 +509,6 @@ class SandboxCgroup:
 
     def remove(self) -> None:
         """Kill whatever is left in it and remove it (never raises; an undeletable one is reused next time)."""
-        import signal
-        import time
 
         for i in range(20):
             for pid in self.pids():

@@ -7,6 +7,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sandgym.sandbox.factory import make_sandbox, resolve_backend
+from sandgym.sandbox.local import LocalSandbox
+from sandgym.sandbox.probes import PROBES
 from sandgym.sandbox.protocol import IsolationReport, Limits, Sandbox
 
 CHECK_LIMITS = Limits(timeout_s=10, memory_mb=512, max_procs=32, max_file_mb=8, max_output_bytes=64 << 10)
@@ -30,8 +33,6 @@ def measure_latency(sb: Sandbox, backend: str, n: int = 20) -> dict[str, float]:
            "warm_exec": _median_ms(lambda: sb.exec(["true"]), n),
            "warm_pytest": _median_ms(lambda: sb.run_tests(test, expected=1), max(3, n // 4))}
     if backend in ("local", "unsafe-local"):
-        from sandgym.sandbox.local import LocalSandbox
-
         with LocalSandbox(sb.limits, warm=False, allow_weak_isolation=backend == "unsafe-local") as cold:
             out["oneshot_python"] = _median_ms(lambda: cold.exec(["python3", "-I", "-S", "-c", "pass"]), 5)
     return out
@@ -43,8 +44,6 @@ def run_check(backend: str = "local", *, limits: Limits | None = None, latency: 
 
     Raises SandboxError when the backend cannot start at all; ``sandbox_kwargs`` go to ``make_sandbox``.
     """
-    from sandgym.sandbox.factory import make_sandbox, resolve_backend
-    from sandgym.sandbox.probes import PROBES
 
     name = resolve_backend(backend)
     notes: list[str] = []

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from sandgym.sandbox.check import run_check
+
 
 def add_commands(subparsers: Any) -> None:
     p = subparsers.add_parser("sandbox", help="inspect the code-execution sandbox")
@@ -19,8 +21,6 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from sandgym.sandbox.check import run_check
-
     report = run_check(args.backend, latency=not args.no_latency)
     if args.json:
         print(json.dumps({"backend": report.backend, "contained": report.contained, "probes": dict(report.probes),

@@ -168,12 +168,17 @@ class E2BSandbox:
         return self._run(shell, limit, nonce, stdin_path, env)
 
     def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
-        """Run ``code`` as a fresh ``python3`` process on a temporary file outside the workspace."""
+        """Run ``code`` as a fresh ``python3`` process on a temporary file outside the workspace.
+
+        The program runs as ``__main__`` with the workspace (its working directory) first on ``sys.path``, as in
+        the local backend, so it can import the agent's modules; the file itself never enters the workspace.
+        """
         self._check_open()
         path = f"{_SCRATCH}/run-{secrets.token_hex(8)}.py"
         self._write_abs(path, code, "uploading the program")
         q = shlex.quote(path)
-        return self.exec(f"python3 {q}; s=$?; rm -f {q}; exit $s", timeout=timeout)
+        run = shlex.quote("import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
+        return self.exec(f"python3 -c {run} {q}; s=$?; rm -f {q}; exit $s", timeout=timeout)
 
     def _wrap(self, shell: str, limit: float, nonce: str, stdin_path: str) -> str:
         inner = f"timeout -k 1 {_seconds(limit)} bash -c {shlex.quote(shell)}"
@@ -254,6 +259,7 @@ class E2BSandbox:
         report_path = f"{grade}/report.xml"
         argv = ["env", *(f"-u{name}" for name in _ENV_SCRUB), "python3", "-m", "pytest", "-q"]
         argv += ["-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null", "--rootdir", f"{grade}/tests"]
+        argv += ["-o", "junit_family=xunit1"]  # each testcase names its file: outcomes read `file.py::test`
         argv += [f"--junitxml={report_path}", f"{grade}/tests"]
         try:
             result = self.exec(argv, timeout=timeout)
@@ -390,6 +396,15 @@ _JUNIT_KINDS: tuple[tuple[str, Literal["error", "failed", "skipped"]], ...] = (
 )
 
 
+def _junit_name(file: str | None, classname: str, name: str) -> str:
+    """``file.py[::Class]::name`` when the report names the file, else ``classname::name``."""
+    if not file:
+        return f"{classname}::{name}" if classname else name
+    module = file.removesuffix(".py").replace("/", ".")
+    rest = classname[len(module):].lstrip(".") if classname.startswith(module) else ""
+    return "::".join([file, *(rest.split(".") if rest else []), name])
+
+
 def parse_junit(raw: bytes) -> list[TestOutcome] | None:
     """The test outcomes of a pytest JUnit XML report, or None when it is not a readable report.
 
@@ -397,6 +412,13 @@ def parse_junit(raw: bytes) -> list[TestOutcome] | None:
     ...       b'<testcase classname="t" name="b"><failure message="no"/></testcase></testsuite></testsuites>'
     >>> [(o.name, o.outcome) for o in parse_junit(xml)]
     [('t::a', 'passed'), ('t::b', 'failed')]
+
+    With ``junit_family=xunit1`` a testcase also names its file; outcomes are then named as the local backend
+    names them, ``file.py[::Class]::test``:
+
+    >>> xml = b'<testsuite><testcase classname="sub.test_x.TestA" name="b" file="sub/test_x.py"/></testsuite>'
+    >>> [o.name for o in parse_junit(xml)]
+    ['sub/test_x.py::TestA::b']
     """
     try:
         root = ET.fromstring(raw)
@@ -414,7 +436,6 @@ def parse_junit(raw: bytes) -> list[TestOutcome] | None:
             if node is not None:
                 outcome, message = kind, (node.get("message") or "")[:500]
                 break
-        outcomes.append(
-            TestOutcome(name=f"{classname}::{name}" if classname else name, outcome=outcome, message=message)
-        )
+        outcomes.append(TestOutcome(name=_junit_name(case.get("file"), classname, name), outcome=outcome,
+                                    message=message))
     return outcomes

@@ -10,12 +10,16 @@ A backend is a callable ``(limits, *, requirements=(), **kwargs) -> Sandbox``. R
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from typing import Any
 
 from sandgym.errors import SandboxError
+from sandgym.sandbox.local import LocalSandbox
 from sandgym.sandbox.protocol import Limits, Sandbox
+from sandgym.sandbox.pyenv import ensure_env
 
 BackendFactory = Callable[..., Sandbox]
 """``factory(limits, *, requirements=(), **kwargs) -> Sandbox``."""
@@ -26,11 +30,7 @@ _plugins_loaded = False
 
 
 def _local(limits: Limits, *, requirements: Sequence[str] = (), **kwargs: Any) -> Sandbox:
-    from sandgym.sandbox.local import LocalSandbox
-
     if requirements:
-        from sandgym.sandbox.pyenv import ensure_env
-
         kwargs["python_env"] = ensure_env(requirements)
     return LocalSandbox(limits, **kwargs)
 
@@ -60,7 +60,6 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in _REGISTRY:
@@ -68,7 +67,6 @@ def _load_plugins() -> None:
         try:
             register_backend(ep.name, ep.load())
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the built-in backends
-            import logging
 
             logging.getLogger(__name__).warning("sandbox backend plugin %r (%s) failed to load: %s",
                                                 ep.name, ep.value, exc)

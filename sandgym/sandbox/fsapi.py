@@ -11,6 +11,8 @@ import contextlib
 import errno
 import os
 import stat
+import time
+from collections import deque
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -122,7 +124,6 @@ def list_files(root: str, path: str = ".", *, limit: int = 100_000) -> list[str]
     while some of its subdirectories are still to be opened, and at most ``_LIST_OPEN_DIRS`` of them at once
     (further ones are reopened from ``root`` one component at a time), so neither depth nor width runs out of file
     descriptors."""
-    from collections import deque
 
     parts = split_path(path)
     out: list[str] = []
@@ -312,7 +313,6 @@ def remove_tree(path: str, attempts: int = 5) -> None:
     dying sandbox) is retried. Iterative, so a tree of any depth is removed (no RecursionError, no PATH_MAX).
     Never raises: what cannot be removed after ``attempts`` passes is left in place.
     """
-    import time
 
     top = os.path.abspath(path)
     for i in range(attempts):

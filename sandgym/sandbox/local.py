@@ -8,6 +8,7 @@ See docs/SANDBOX.md for the threat model.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import glob
@@ -27,6 +28,7 @@ import sandgym.sandbox.pyenv as pyenv
 from sandgym.errors import SandboxError
 from sandgym.sandbox.channel import Channel, ChannelDead, ChannelTimeout
 from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
+from sandgym.sandbox.session import LocalCodeSession
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +340,6 @@ class LocalSandbox:
     def exec(self, cmd: str | Sequence[str], *, timeout: float | None = None, env: Mapping[str, str] | None = None,
              stdin: str | bytes | None = None) -> ExecResult:
         """Run ``bash -c cmd`` (str) or an argv (sequence) in the workspace."""
-        import base64
 
         argv = ["/bin/bash", "-c", cmd] if isinstance(cmd, str) else [str(a) for a in cmd]
         if not argv:
@@ -458,7 +459,6 @@ class LocalSandbox:
 
     def session(self) -> Any:
         """A stateful Python session (``CodeSession``) in its own bwrap, sharing this sandbox's workspace."""
-        from sandgym.sandbox.session import LocalCodeSession
 
         self._check_open()
         sess = LocalCodeSession(self)

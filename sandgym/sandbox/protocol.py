@@ -9,8 +9,9 @@ Rules that make backends interchangeable:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal, Protocol, runtime_checkable
 
 from sandgym.errors import SandboxError
@@ -44,8 +45,6 @@ class Limits:
     def __post_init__(self) -> None:
         """Every limit is a finite number > 0: zero, negative, NaN or infinite limits (or a non-number) would
         disable a limit or kill every call, so they are a ValueError naming the field and the fix, at once."""
-        import math
-        from dataclasses import fields
 
         for f in fields(self):
             value = getattr(self, f.name)

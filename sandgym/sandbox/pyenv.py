@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sandgym.errors import SandboxError
+from sandgym.sandbox.bwrap_host import RUNTIME_BASE
 
 IN_ENV = "/opt/sandgym-env"
 """Where the environment appears inside the sandbox."""
@@ -51,8 +52,6 @@ def env_key(requirements: Sequence[str], python_version: str, wheelhouse: str | 
 
 
 def envs_dir() -> Path:
-    from sandgym.sandbox.bwrap_host import RUNTIME_BASE
-
     return RUNTIME_BASE / "envs"
 
 

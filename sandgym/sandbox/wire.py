@@ -13,6 +13,8 @@ strings, numbers, booleans and null are themselves.
 """
 
 import json
+import os
+import time
 
 MAX_DEPTH = 200
 """Nesting deeper than this is refused (in both directions) instead of recursing without bound."""
@@ -115,8 +117,6 @@ def loads(line):
 
 def read_line(fd, buf, deadline, max_bytes, wait):
     """(line, rest of buf) from ``fd``; ``wait(fd, seconds)`` blocks until readable; WireError on EOF/timeout/size."""
-    import os
-    import time
 
     while b"\n" not in buf:
         left = deadline - time.monotonic()
@@ -135,8 +135,6 @@ def read_line(fd, buf, deadline, max_bytes, wait):
 
 
 def write_all(fd, data):
-    import os
-
     while data:
         n = os.write(fd, data)
         data = data[n:]

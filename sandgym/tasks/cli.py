@@ -7,6 +7,11 @@ import sys
 from collections import Counter
 from typing import Any
 
+from sandgym.sandbox import make_sandbox
+from sandgym.tasks.importers import import_file, verify_references
+from sandgym.tasks.load import load_path, save_jsonl, validate_path
+from sandgym.tasks.registry import list_suites, load_suite
+
 
 def add_commands(subparsers: Any) -> Any:
     """Register ``sandgym tasks ...`` on the top-level sub-parsers; returns the ``tasks`` sub-parsers (where
@@ -47,8 +52,6 @@ def add_commands(subparsers: Any) -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from sandgym.tasks.registry import list_suites
-
     suites = list_suites()
     width = max(len(name) for name in suites)
     for name, desc in suites.items():
@@ -58,8 +61,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from sandgym.tasks.registry import load_suite
-
     tasks = load_suite(args.suite, n=args.n, seed=args.seed, difficulty=args.difficulty)
     if not tasks:
         print(f"{args.suite}: no tasks")
@@ -79,22 +80,17 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from sandgym.tasks.load import validate_path
-
     problems = validate_path(args.path)
     for problem in problems:
         print(problem)
     if problems:
         print(f"{len(problems)} problem(s) in {args.path}", file=sys.stderr)
         return 1
-    from sandgym.tasks.load import load_path
 
     tasks = load_path(args.path)
     print(f"{args.path}: {len(tasks)} task(s), no problems")
     if not args.check_references:
         return 0
-    from sandgym.sandbox import make_sandbox
-    from sandgym.tasks.importers import verify_references
 
     results = verify_references(tasks, lambda **kw: make_sandbox(args.backend, **kw))
     failed = [r for r in results if not r.ok]
@@ -105,15 +101,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from sandgym.tasks.importers import import_file
-    from sandgym.tasks.load import save_jsonl
-
     tasks = import_file(args.fmt, args.file, split=args.split)
     print(f"imported {len(tasks)} {args.fmt} task(s) from {args.file}")
     if args.verify:
-        from sandgym.sandbox import make_sandbox
-        from sandgym.tasks.importers import verify_references
-
         results = verify_references(tasks, lambda **kw: make_sandbox(args.backend, **kw))
         failed = [r for r in results if not r.ok]
         for r in failed:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import TaskError
+from sandgym.tasks.folder import write_folder
 from sandgym.tasks.task import Task, build_task
 from sandgym.tasks.validate import Problem, check_record, duplicate_ids, raise_problems
 
@@ -342,7 +343,6 @@ def save_jsonl(tasks: Iterable[Task], path: str | Path) -> Path:
 
 def save_folder(task: Task, folder: str | Path) -> Path:
     """Write one task as a task folder (round-trips through ``load_folder``); returns the folder."""
-    from sandgym.tasks.folder import write_folder
 
     return write_folder(task, Path(folder))
 

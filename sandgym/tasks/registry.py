@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import TaskError
+from sandgym.tasks.load import load_path
+from sandgym.tasks.suites import builtin_suites, describe_builtin, families
 from sandgym.tasks.suites.base import check_options
 from sandgym.tasks.task import SPLITS, Task
 
@@ -92,7 +94,6 @@ def _plugin_suites() -> tuple[tuple[str, SuiteFn, str], ...]:
 
 def suites() -> dict[str, SuiteFn]:
     """Every known suite: built-in first, then plugins (a plugin may not shadow a built-in name)."""
-    from sandgym.tasks.suites import builtin_suites
 
     out: dict[str, SuiteFn] = dict(builtin_suites())
     for name, fn, origin in _plugin_suites():
@@ -104,7 +105,6 @@ def suites() -> dict[str, SuiteFn]:
 
 def list_suites() -> dict[str, str]:
     """Suite name -> one-line description (built-in and plugin suites)."""
-    from sandgym.tasks.suites import describe_builtin
 
     out = describe_builtin()
     for name, fn, origin in _plugin_suites():
@@ -114,8 +114,6 @@ def list_suites() -> dict[str, str]:
 
 
 def _default_n(name: str) -> int:
-    from sandgym.tasks.suites import families
-
     fams = families()
     if any(f.suite == name for f in fams):
         return DEFAULT_PER_FAMILY
@@ -136,8 +134,6 @@ def load_suite(
     parsed = SuiteSpec(spec) if Path(spec).exists() else parse_suite_spec(spec)
     path = Path(parsed.name)
     if path.exists():
-        from sandgym.tasks.load import load_path
-
         if options:
             raise TaskError(f"options {sorted(options)} apply to generated suites, not to the file {spec!r}; drop them")
         loaded = load_path(path)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sandgym.rollout.checkpoints import (
     adapter_problem,
     latest_checkpoint,
@@ -44,14 +46,12 @@ class TrainerState:
 
 
 def rng_state() -> dict[str, Any]:
-    import numpy as np
     import torch
 
     return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    import numpy as np
     import torch
 
     random.setstate(state["python"])

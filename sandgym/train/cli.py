@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
+from pathlib import Path
 from typing import Any
+
+from sandgym.configs import to_toml
+from sandgym.errors import ConfigError
+from sandgym.train.config import load_config
 
 
 def add_commands(sub: Any, *, on_eval: Any = None) -> None:
@@ -29,18 +35,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace, extra: list[str] | None = None) -> Any:
-    from sandgym.train.config import load_config
-
     return load_config(args.config, [*args.overrides, *(extra or [])])
 
 
 def _train(args: argparse.Namespace, *, on_eval: Any = None) -> int:
-    import json
-    from pathlib import Path
-
-    from sandgym.configs import to_toml
-    from sandgym.errors import ConfigError
-
     extra = []
     if args.resume:
         if not Path(args.resume).is_dir():
@@ -68,13 +66,10 @@ def _train(args: argparse.Namespace, *, on_eval: Any = None) -> int:
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from sandgym.configs import to_toml
-
     config = _load(args)
     if args.print_config:
         print(to_toml(config), end="")
         return 0
-    from pathlib import Path
 
     from sandgym.train.sft import run_sft
 

@@ -8,7 +8,9 @@ from typing import Any
 
 from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.agents.trajectory import Trajectory
+from sandgym.errors import ConfigError
 from sandgym.rollout.progress import progress
+from sandgym.tasks.registry import load_suite
 from sandgym.tasks.task import Task
 from sandgym.train.config import DomainConfig, TrainConfig
 
@@ -33,14 +35,11 @@ def domain_name(d: DomainConfig) -> str:
 
 def domain_tasks(config: TrainConfig) -> dict[str, list[Task]]:
     """Load each configured domain's tasks (generated suites are cut to ``n_tasks``)."""
-    from sandgym.tasks.registry import load_suite
 
     out: dict[str, list[Task]] = {}
     for i, d in enumerate(config.domains.mix):
         tasks = load_suite(d.suite, n=d.n_tasks, seed=config.seed, difficulty=d.difficulty)
         if not tasks:
-            from sandgym.errors import ConfigError
-
             raise ConfigError(f"domains.mix[{i}].suite={d.suite!r} has no tasks; check `sandgym tasks list`")
         out.setdefault(domain_name(d), []).extend(tasks)
     return out

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from sandgym.agents.policy import ScriptedPolicy
+from sandgym.agents.scripted import OracleAgent
 from sandgym.agents.trajectory import Trajectory, save_jsonl
 from sandgym.errors import ConfigError
 from sandgym.train import components
@@ -71,9 +73,7 @@ def demonstrations(config: TrainConfig, policy: Any, out: Path) -> list[Sample]:
 
 def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]:
     """Run the oracle on train-split tasks of the configured domains, recording exact token sequences."""
-    from sandgym.agents.policy import ScriptedPolicy
     from sandgym.agents.rollout import RolloutConfig, rollout
-    from sandgym.agents.scripted import OracleAgent
 
     tasks = [t for ts in components.domain_tasks(config).values() for t in ts]
     rng = random.Random(config.seed)

@@ -10,7 +10,7 @@ from sandgym.agents.scripted import NoopAgent, OracleAgent, RandomAgent, call, m
 from sandgym.envs.demo_tasks import demo_tasks
 from sandgym.envs.parsing import parse_turn
 from sandgym.envs.tool_env import ToolEnv
-from tests.envs.fakes import FakeSandbox
+from tests.fake_sandbox import FakeSandbox
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The engine against the real ToolEnv (with the envs' test sandbox): oracle solves, model rows stay exact."""
+"""The engine against the real ToolEnv (with the shared fake sandbox): oracle solves, model rows stay exact."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import torch
 
 pytest.importorskip("sandgym.envs.tool_env")
 pytest.importorskip("sandgym.agents.scripted")
-fakes = pytest.importorskip("tests.envs.fakes")
 
 from sandgym.agents.hf import HFPolicy, LoraSpec  # noqa: E402
 from sandgym.agents.policy import ScriptedPolicy  # noqa: E402
@@ -17,12 +16,13 @@ from sandgym.agents.rollout import RolloutConfig, rollout  # noqa: E402
 from sandgym.agents.scripted import NoopAgent, OracleAgent  # noqa: E402
 from sandgym.envs.demo_tasks import demo_tasks  # noqa: E402
 from sandgym.envs.tool_env import ToolEnv  # noqa: E402
+from tests.fake_sandbox import FakeSandbox  # noqa: E402
 
 TASKS = demo_tasks()
 
 
 def make_env() -> ToolEnv:
-    return ToolEnv(TASKS, sandbox_factory=lambda task: fakes.FakeSandbox())
+    return ToolEnv(TASKS, sandbox_factory=lambda task: FakeSandbox())
 
 
 def test_oracle_solves_through_the_engine(tiny_tokenizer: Any) -> None:

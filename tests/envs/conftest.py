@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sandgym.errors import SandboxError
-from tests.envs.fakes import FakeSandbox
+from tests.fake_sandbox import FakeSandbox
 
 
 @pytest.fixture(scope="session")

@@ -156,7 +156,7 @@ def test_bad_arguments_are_config_errors() -> None:
 
 def test_cli_exit_code_follows_the_hack_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    import sandgym.rollout.audit as audit_mod
+    import sandgym.rollout.cli as audit_mod  # the command calls the audit it imported
     from sandgym.cli import main
 
     attacks = [ATTACKS["noop"], ATTACKS["always_equal"]]

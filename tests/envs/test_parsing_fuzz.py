@@ -19,7 +19,7 @@ from sandgym.envs.parsing import MAX_JSON_DEPTH, ParsedTurn, parse_turn  # noqa:
 from sandgym.envs.tool_env import ToolEnv  # noqa: E402
 from sandgym.sandbox.protocol import ExecResult  # noqa: E402
 from sandgym.sandbox.protocol import TestReport as Report  # noqa: E402
-from tests.envs.fakes import FakeSandbox  # noqa: E402
+from tests.fake_sandbox import FakeSandbox  # noqa: E402
 
 
 class QuickSandbox(FakeSandbox):

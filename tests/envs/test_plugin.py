@@ -14,7 +14,7 @@ import pytest
 
 from sandgym.agents.scripted import OracleAgent, run_episode
 from sandgym.envs.registration import plugin_env_ids, register_plugins
-from tests.envs.fakes import FakeSandbox
+from tests.fake_sandbox import FakeSandbox
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugin_env"
 ENV_ID = "sandgym_plugin_example/Arith-v0"

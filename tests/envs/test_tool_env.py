@@ -12,7 +12,7 @@ from sandgym.envs.demo_tasks import demo_tasks
 from sandgym.envs.registration import BUILTIN_ENVS
 from sandgym.envs.tool_env import ToolEnv
 from sandgym.errors import ConfigError
-from tests.envs.fakes import FakeSandbox
+from tests.fake_sandbox import FakeSandbox
 
 
 @pytest.mark.parametrize("env_id", sorted(BUILTIN_ENVS))

@@ -15,7 +15,7 @@ from sandgym.envs.rewards import GOLDEN_DIR, INTERMEDIATE_DEFAULT_WEIGHT, REWARD
 from sandgym.envs.tool_env import ToolEnv
 from sandgym.tasks.suites.long_context import make_family
 from sandgym.tasks.task import Task
-from tests.envs.fakes import FakeSandbox
+from tests.fake_sandbox import FakeSandbox
 
 
 def tracking_task() -> Task:

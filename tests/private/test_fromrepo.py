@@ -12,6 +12,7 @@ import pytest
 from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
 from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, FromRepoResult, run
 from sandgym.tasks.registry import load_suite
+from tests.fake_sandbox import FakeSandbox
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOOLZ_SDIST = FIXTURES / "toolz-0.12.1.tar.gz"  # `pip download --no-deps --no-binary :all: toolz==0.12.1`
@@ -154,24 +155,18 @@ def test_runner_survives_a_dead_sandbox() -> None:
     from sandgym.errors import SandboxError
     from sandgym.private.fromrepo import _Runner
 
-    made: list[FakeSandbox] = []
-
-    class FakeSandbox:
-        def __init__(self) -> None:
-            self.files: dict[str, str] = {}
-            self.closed = False
-            made.append(self)
-
-        def write_file(self, path: str, data: str) -> None:
-            self.files[path] = data
-
-        def run_tests(self, tests: object, *, expected: int, timeout: float, isolation: str = "process") -> object:
+    class DiesInTests(FakeSandbox):
+        def run_tests(self, tests, *, expected, timeout=None, isolation="process"):  # type: ignore[no-untyped-def]
             raise SandboxError("worker died")
 
-        def close(self) -> None:
-            self.closed = True
+    made: list[DiesInTests] = []
 
-    runner = _Runner(lambda timeout: FakeSandbox(), {"pkg/m.py": "x = 1\n"}, 5.0)  # type: ignore[arg-type,return-value]
+    def make(timeout: float) -> DiesInTests:
+        made.append(DiesInTests())
+        return made[-1]
+
+    runner = _Runner(make, {"pkg/m.py": "x = 1\n"}, 5.0)
     report = runner.run({"test_m.py": ""}, 1, swap=("pkg/m.py", "x = 2\n"))
     assert not report.report_found and runner.restarts == 1
-    assert made[0].closed and made[1].files == {"pkg/m.py": "x = 1\n"}
+    assert made[0].closed and made[1].written == {"pkg/m.py": "x = 1\n"}
+    runner.close()

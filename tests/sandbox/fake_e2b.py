@@ -3,20 +3,27 @@
 Point the SDK at it with ``E2B_API_URL=E2B_SANDBOX_URL=fake.url`` and ``E2B_API_KEY=fake.api_key``. It speaks the
 control plane (``POST /v2/sandboxes``, ``DELETE /sandboxes/{id}``), envd (Connect ``process.Process/Start``,
 ``filesystem.Filesystem/MakeDir`` and ``ListDir``, ``/files`` up/download, ``/health``) and the code interpreter
-(``/execute``, ``/contexts``). Files live in memory per sandbox. Commands are NEVER executed: each gets the reply
+(``/execute``, ``/contexts``). Files live in memory per sandbox. Commands are not executed: each gets the reply
 scripted for the first pattern (newest first) that ``re.search`` finds in its ``bash -c`` string, which is what a
 network-boundary fake is for. Unscripted commands exit 127 with a message saying so.
 
     with FakeE2B() as fake:
         fake.on_command(r"echo hi", Reply(stdout="hi\\n"))
+
+The one exception is opt-in: ``fake.execute_on_host(folder)`` runs every command for real on this host (NOT
+isolated), so that the sandbox conformance suite, which needs real behaviour, can drive the E2B backend.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import re
+import shutil
 import struct
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -146,6 +154,49 @@ class FakeE2B:
             if pattern.search(code):
                 return script(code) if callable(script) else script
         return CellReply(error=("NameError", "unscripted", f"fake_e2b: no scripted reply for cell: {code}"))
+
+    def execute_on_host(self, folder: Path) -> None:
+        """Run every command from now on for real, on this host, as this user: NOT isolated, for tests that need
+        real behaviour (the conformance suite). Scripts registered afterwards still win.
+
+        Each sandbox gets ``folder/<sandbox id>``, which stands for the VM's ``/``: before a command its files are
+        laid out there, the VM's ``/home/user`` and ``/tmp`` in the command are rewritten to that folder, and what
+        the command left is read back into the fake. ``python3`` is this interpreter (so pytest is there).
+        """
+        self.on_command(r"", lambda call: self._run_on_host(Path(folder), call))
+
+    _VM_DIRS = re.compile(r"(?<![\w./-])(/home/user|/tmp)(?![\w.-])")
+    """The VM folders commands may name, as whole path components."""
+
+    def _run_on_host(self, folder: Path, call: Call) -> Reply:
+        sbx = self.sandboxes[call.sandbox_id]
+        root = folder / sbx.sandbox_id
+        shutil.rmtree(root, ignore_errors=True)
+        for d in sbx.dirs:
+            (root / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        for path, data in sbx.files.items():
+            (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (root / path.lstrip("/")).write_bytes(data)
+
+        def host(text: str) -> str:
+            return self._VM_DIRS.sub(lambda m: str(root) + m.group(1), text)
+
+        env = {**os.environ, **call.envs, "HOME": host("/home/user")}
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+        proc = subprocess.run(["bash", "-c", host(call.cmd)], cwd=host(call.cwd or "/home/user"), env=env,
+                              capture_output=True, timeout=300)
+        sbx.files.clear()
+        sbx.dirs.intersection_update({"/", "/home", "/home/user", "/tmp"})
+        for top in ("home", "tmp"):
+            for dirpath, _, filenames in os.walk(root / top):
+                vm = "/" + Path(dirpath).relative_to(root).as_posix()
+                sbx.dirs.add(vm)
+                for name in filenames:
+                    if os.path.isfile(os.path.join(dirpath, name)):
+                        sbx.files[f"{vm}/{name}"] = Path(dirpath, name).read_bytes()
+        back = str(root).encode()
+        return Reply(stdout=proc.stdout.replace(back, b""), stderr=proc.stderr.replace(back, b""),
+                     exit_code=proc.returncode)
 
     def _rm(self, call: Call) -> Reply:
         sbx = self.sandboxes[call.sandbox_id]

@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -261,7 +261,7 @@ def test_run_python_runs_a_temp_file_outside_the_workspace() -> None:
     r = make(sdk).run_python("print(1 + 1)")
     path = next(p for p in sdk.files_store if p.endswith(".py") and "/run-" in p)
     assert sdk.files_store[path] == b"print(1 + 1)" and r.stdout == "2\n"
-    assert f"python3 {path}" in sdk.cmds[-1]
+    assert "runpy.run_path" in sdk.cmds[-1] and f" {path}; " in sdk.cmds[-1]  # run as __main__, workspace first
 
 
 @pytest.mark.parametrize("bad", ["../etc/passwd", "/etc/passwd", "a/../../b", "", "a\x00b"])
@@ -454,17 +454,7 @@ def test_init_script_measures_caps_and_keeps_the_exit_code(tmp_path: Any) -> Non
     assert work.is_dir() and not (tmp_path / "in.txt").exists()
 
 
-# ---- contract tests: the real SDK against the loopback fake ------------------------------------------------------
-
-
-@pytest.fixture()
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeE2B]:
-    with FakeE2B() as server:
-        for name in ("E2B_API_URL", "E2B_SANDBOX_URL"):
-            monkeypatch.setenv(name, server.url)
-        monkeypatch.setenv("E2B_API_KEY", server.api_key)
-        monkeypatch.delenv("E2B_DOMAIN", raising=False)
-        yield server
+# ---- contract tests: the real SDK against the loopback fake (the ``fake`` fixture, tests/sandbox/conftest.py) -----
 
 
 def test_real_sdk_create_exec_and_kill_on_exit(fake: FakeE2B) -> None:

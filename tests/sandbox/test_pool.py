@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -10,23 +11,12 @@ import pytest
 from sandgym.errors import SandboxError
 from sandgym.sandbox import ExecResult, Limits, SandboxPool, protocol
 from sandgym.sandbox.pool import classify
+from tests.fake_sandbox import FakeSandbox
 
 
-class FakeSandbox:
-    """A scripted in-memory sandbox (no processes) so the pool logic is tested fast and deterministically."""
-
-    instances: list[FakeSandbox] = []
-
-    def __init__(self) -> None:
-        self.workdir = "/workspace"
-        self.limits = Limits()
-        self.closed = False
-        self.files: dict[str, str] = {}
-        FakeSandbox.instances.append(self)
-
-    @property
-    def alive(self) -> bool:
-        return not self.closed
+class ScriptedSandbox(FakeSandbox):
+    """The shared fake with ``exec`` answered from the command, no process, so the pool logic is tested fast and
+    deterministically: ``ok`` passes, ``loop`` times out, ``die`` kills the sandbox, anything else fails."""
 
     def exec(self, cmd: str | Sequence[str], *, timeout: float | None = None,
              env: Mapping[str, str] | None = None, stdin: str | bytes | None = None) -> ExecResult:
@@ -35,36 +25,6 @@ class FakeSandbox:
         if cmd == "loop":
             return ExecResult(exit_code=None, stdout="", stderr="", timed_out=True)
         return ExecResult(exit_code=0 if cmd == "ok" else 1, stdout="", stderr="")
-
-    def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
-        return self.exec(code)
-
-    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None) -> protocol.TestReport:
-        return protocol.TestReport(expected=expected)
-
-    def write_file(self, path: str, data: str | bytes) -> None:
-        self.files[path] = str(data)
-
-    def read_file(self, path: str) -> str:
-        return self.files[path]
-
-    def read_bytes(self, path: str) -> bytes:
-        return self.files[path].encode()
-
-    def list_files(self, path: str = ".") -> list[str]:
-        return sorted(self.files)
-
-    def reset(self) -> None:  # the pool reuses only sandboxes that can wipe themselves
-        self.resets = getattr(self, "resets", 0) + 1
-
-    def close(self) -> None:
-        self.closed = True
-
-    def __enter__(self) -> FakeSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def test_classify() -> None:
@@ -76,8 +36,7 @@ def test_classify() -> None:
 
 
 def test_pool_counts_agent_and_infra_failures_and_replaces_broken() -> None:
-    FakeSandbox.instances.clear()
-    with SandboxPool(FakeSandbox, size=1, prewarm=0) as pool:
+    with SandboxPool(ScriptedSandbox, size=1, prewarm=0) as pool:
         with pool.acquire() as sb:
             assert sb.exec("ok").ok
             assert sb.exec("loop").timed_out
@@ -92,17 +51,26 @@ def test_pool_counts_agent_and_infra_failures_and_replaces_broken() -> None:
     assert s.acquired == s.released == 3 and s.in_use == 0
 
 
+def warmed(pool: SandboxPool) -> SandboxPool:
+    """``pool`` once its background prewarm is done (an acquire before that makes a sandbox of its own, and the
+    pool then keeps the warm one rather than the used one)."""
+    deadline = time.monotonic() + 5
+    while pool.stats.idle < pool.prewarm and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return pool
+
+
 def test_pool_reuse_keeps_healthy_sandbox() -> None:
-    with SandboxPool(FakeSandbox, size=1, prewarm=1, reuse=True) as pool:
+    with warmed(SandboxPool(ScriptedSandbox, size=1, prewarm=1, reuse=True)) as pool:
         with pool.acquire() as sb:
             first = sb.sandbox
         with pool.acquire() as sb:
             assert sb.sandbox is first
-    assert getattr(first, "resets", 0) >= 1  # wiped between the two uses
+    assert first.resets >= 1  # wiped between the two uses
 
 
 def test_pool_never_reuses_a_backend_that_cannot_reset() -> None:
-    class NoReset(FakeSandbox):
+    class NoReset(ScriptedSandbox):
         reset = None  # type: ignore[assignment]
 
     with SandboxPool(NoReset, size=1, prewarm=1, reuse=True) as pool:
@@ -113,7 +81,7 @@ def test_pool_never_reuses_a_backend_that_cannot_reset() -> None:
 
 
 def test_pool_caps_concurrency() -> None:
-    with SandboxPool(FakeSandbox, size=2, prewarm=0) as pool:
+    with SandboxPool(ScriptedSandbox, size=2, prewarm=0) as pool:
         inside = threading.Event()
         release = threading.Event()
         peak: list[int] = []
@@ -137,7 +105,7 @@ def test_pool_caps_concurrency() -> None:
 
 
 def test_factory_failure_is_infra() -> None:
-    def broken() -> FakeSandbox:
+    def broken() -> ScriptedSandbox:
         raise SandboxError("backend unreachable")
 
     pool = SandboxPool(broken, size=1, prewarm=0)

@@ -8,17 +8,17 @@ import os
 
 import pytest
 
-from sandgym.sandbox import Limits, LocalSandbox, local, runtime
+from sandgym.sandbox import Limits, LocalSandbox, bwrap_host, local
 
 pytestmark = pytest.mark.skipif(
-    not os.path.exists("/usr/bin/python3") or runtime.find_bwrap() is None, reason="needs bwrap and /usr/bin/python3"
+    not os.path.exists("/usr/bin/python3") or bwrap_host.find_bwrap() is None, reason="needs bwrap and /usr/bin/python3"
 )
 
 SMALL = Limits(timeout_s=10, memory_mb=256, tmp_mb=8, workspace_mb=8, max_file_mb=64, max_procs=32)
 
 
 def _mounted(path: str) -> bool:
-    return any(point == path for _, point, _, _ in runtime._mounts())
+    return any(point == path for _, point, _, _ in bwrap_host._mounts())
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +89,11 @@ def test_every_process_of_the_sandbox_is_in_its_cgroup_and_close_removes_it() ->
         _need_cgroup(box)
         box.wait_ready()
         assert box.memory_cgroup is not None
-        pids = runtime.SandboxCgroup(box.memory_cgroup, 1, 0).pids()
+        pids = bwrap_host.SandboxCgroup(box.memory_cgroup, 1, 0).pids()
         assert box._worker is not None and box._worker.proc.pid in pids  # bwrap itself, so all it forks
         with box.session() as py:
             assert py.run_code("1 + 1").stdout == "2\n"
-            assert len(runtime.SandboxCgroup(box.memory_cgroup, 1, 0).pids()) > len(pids)
+            assert len(bwrap_host.SandboxCgroup(box.memory_cgroup, 1, 0).pids()) > len(pids)
         cg, work = box.memory_cgroup, box.host_workdir
     finally:
         box.close()
@@ -116,15 +116,15 @@ def test_stale_mount_of_a_crashed_holder_is_cleaned(tmp_path) -> None:
         pytest.skip("mounting needs root")
     stale = tmp_path / "work"
     stale.mkdir()
-    assert runtime.mount_workspace(str(stale), 1, None) is None
+    assert bwrap_host.mount_workspace(str(stale), 1, None) is None
     (stale / "x").write_bytes(b"1")
-    runtime.unmount_under(str(tmp_path))
+    bwrap_host.unmount_under(str(tmp_path))
     assert not _mounted(str(stale)) and list(stale.iterdir()) == []
 
 
 def test_without_cgroups_or_mounts_one_warning_and_the_old_checks(monkeypatch, caplog) -> None:
-    monkeypatch.setattr(runtime, "mount_workspace", lambda path, mb, uid: "mount refused (test)")
-    monkeypatch.setattr(runtime.SandboxCgroup, "create", classmethod(lambda cls, name, limit: (None, "no (test)")))
+    monkeypatch.setattr(bwrap_host, "mount_workspace", lambda path, mb, uid: "mount refused (test)")
+    monkeypatch.setattr(bwrap_host.SandboxCgroup, "create", classmethod(lambda cls, name, limit: (None, "no (test)")))
     monkeypatch.setattr(local, "_LIMIT_WARNINGS", set())
     caplog.set_level(logging.WARNING, logger="sandgym.sandbox.local")
     with LocalSandbox(SMALL, warm=False) as a, LocalSandbox(SMALL, warm=False) as b:

@@ -18,6 +18,7 @@ from sandgym.tasks.importers import (
 )
 from sandgym.tasks.importers.humaneval import split_check
 from sandgym.tasks.load import load_jsonl, save_jsonl
+from tests.fake_sandbox import FakeSandbox
 
 DATA = Path(__file__).parent / "data"
 
@@ -73,35 +74,27 @@ def test_bad_records_name_line_and_field(tmp_path: Path) -> None:
         import_file("apps", mb)
 
 
-class FakeSandbox:
-    """Records writes and answers run_tests with a fixed report (no code runs)."""
+class FixedReportSandbox(FakeSandbox):
+    """The shared fake with a fixed ``run_tests`` report: the first ``passed`` tests pass, the rest fail with
+    "boom" (no test runs)."""
 
     def __init__(self, passed: int) -> None:
-        self.passed, self.files, self.closed = passed, {}, False
+        super().__init__()
+        self.passed = passed
 
-    def exec(self, cmd, **kw):
-        self.files.clear()
-        return protocol.ExecResult(0, "", "")
-
-    def write_file(self, path, data):
-        self.files[path] = data
-
-    def run_tests(self, tests, *, expected, timeout=None):
+    def run_tests(self, tests, *, expected, timeout=None, isolation="process"):  # type: ignore[no-untyped-def]
         outcomes = tuple(protocol.TestOutcome(f"t{i}", "passed" if i < self.passed else "failed", "boom")
                          for i in range(expected))
         return protocol.TestReport(expected=expected, outcomes=outcomes, report_found=True)
 
-    def close(self):
-        self.closed = True
-
 
 def test_verify_references_reports_failures() -> None:
     tasks = import_humaneval(DATA / "humaneval_sample.jsonl")
-    box = FakeSandbox(passed=1)
+    box = FixedReportSandbox(passed=1)
     results = verify_references(tasks, lambda: box)
     assert box.closed and [r.ok for r in results] == [False, False, True]
     assert results[0].passed == 1 and results[0].expected == 3 and "t1: failed boom" in results[0].message
-    assert box.files["solution.py"] == tasks[-1].reference.files["solution.py"]
+    assert box.written["solution.py"] == tasks[-1].reference.files["solution.py"]
 
 
 def test_verify_references_in_real_sandbox() -> None:
@@ -130,4 +123,5 @@ def test_check_reference_match_task() -> None:
     from sandgym.tasks.registry import load_suite
 
     (task,) = load_suite("long_context/needle:train@1", difficulty=1)
-    assert check_reference(task, FakeSandbox(0)).ok
+    with FixedReportSandbox(0) as box:
+        assert check_reference(task, box).ok

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sandgym.tasks.load import iter_jsonl
 from sandgym.tasks.validate import Problem
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-/]+")
@@ -14,7 +15,6 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.\-/]+")
 
 def read_records(path: Path, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; bad lines become problems."""
-    from sandgym.tasks.load import iter_jsonl
 
     if not path.exists():
         problems.append(Problem(str(path), None, "", "no such file", "check the path of the JSONL file to import"))

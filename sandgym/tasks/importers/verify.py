@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from sandgym.errors import SandboxError
 from sandgym.sandbox.protocol import Sandbox
 from sandgym.tasks.matchers import match
 from sandgym.tasks.task import Task
@@ -57,7 +59,6 @@ def check_reference(task: Task, sandbox: Sandbox, *, timeout: float | None = 60.
 
 def _check_script(task: Task, sandbox: Sandbox, timeout: float | None) -> ReferenceCheck:
     """Run the check script on the reference answer the way grading does; it must exit cleanly with score 1."""
-    import json
 
     ref, v = task.reference, task.verifier
     answer = ref.answer if ref is not None and ref.answer is not None else ""
@@ -83,7 +84,6 @@ def verify_references(
     """Check every task's reference, one sandbox per task environment (cleared between tasks); one result per
     task. Tasks with ``requirements`` get ``sandbox_factory(requirements=...)``; an environment that cannot be
     built fails each of its tasks with the reason."""
-    from sandgym.errors import SandboxError
 
     groups: dict[tuple[str, ...], list[Task]] = {}
     order = []

@@ -7,10 +7,19 @@ them as suites: ``<domain>`` (all its families) and ``<domain>/<family>``. A sui
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from sandgym.errors import TaskError
+from sandgym.tasks.suites import (
+    coding_basic,
+    coding_fix,
+    coding_repo,
+    coding_spec,
+    long_context,
+    service_queue,
+)
 from sandgym.tasks.suites.base import MAX_DIFFICULTY, FamilySpec, check_options
 from sandgym.tasks.task import Task
 
@@ -20,14 +29,6 @@ SuiteFn = Callable[[str, int, int, "int | None"], list[Task]]
 
 def families() -> list[FamilySpec]:
     """Every built-in family, coding first."""
-    from sandgym.tasks.suites import (
-        coding_basic,
-        coding_fix,
-        coding_repo,
-        coding_spec,
-        long_context,
-        service_queue,
-    )
 
     return [
         *coding_basic.FAMILIES,
@@ -44,7 +45,6 @@ def get_family(domain: str, name: str) -> FamilySpec:
     for fam in families():
         if fam.domain == domain and fam.name == name:
             return fam
-    import difflib
 
     known = [f.suite for f in families()]
     close = difflib.get_close_matches(f"{domain}/{name}", known, n=1)

@@ -1,4 +1,10 @@
-"""A test double of the Sandbox protocol: a temp dir and plain subprocesses (NOT isolation; tests only)."""
+"""The one test double of sandgym's ``Sandbox`` protocol: a temp-dir workspace and plain subprocesses (NOT
+isolation; tests only).
+
+A test that needs one behaviour changed subclasses it and overrides that method (``tests/sandbox/test_pool.py``
+scripts ``exec``; ``tests/tasks/test_importers.py`` and ``tests/private/test_fromrepo.py`` script ``run_tests``).
+``tests/sandbox/fake_e2b.py`` is a different thing: a fake of E2B's HTTP API for the E2B backend to drive.
+"""
 
 from __future__ import annotations
 
@@ -17,14 +23,29 @@ from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
 
 
 class FakeSandbox:
-    """Runs commands with subprocess in a temp workspace; ``fail_after`` calls raise SandboxError."""
+    """Runs commands with subprocess in a temp workspace.
+
+    Args:
+        limits: the sandbox's ``limits`` (only ``timeout_s`` is applied).
+        fail_after: protocol calls after the first ``fail_after`` raise SandboxError (the sandbox "died").
+
+    For assertions it keeps ``calls`` (protocol calls so far), ``written`` (the last data ``write_file`` got for
+    each path, as given, kept after ``close``), ``resets`` (times ``reset`` ran) and ``closed``.
+    """
 
     def __init__(self, limits: Limits | None = None, fail_after: int | None = None) -> None:
         self.limits = limits or Limits()
         self.workdir = tempfile.mkdtemp(prefix="fakesb-")
         self.calls = 0
         self.fail_after = fail_after
+        self.written: dict[str, str | bytes] = {}
+        self.resets = 0
         self.closed = False
+
+    @property
+    def alive(self) -> bool:
+        """False once closed (``SandboxPool`` reuses only live sandboxes)."""
+        return not self.closed
 
     def _tick(self) -> None:
         self.calls += 1
@@ -52,7 +73,8 @@ class FakeSandbox:
     def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
         return self.exec([sys.executable, "-c", code], timeout=timeout)
 
-    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None) -> TestReport:
+    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None,
+                  isolation: str = "process") -> TestReport:
         self._tick()
         hidden = tempfile.mkdtemp(prefix="fakesb-tests-")
         try:
@@ -79,6 +101,7 @@ class FakeSandbox:
         p = self._path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data.encode() if isinstance(data, str) else data)
+        self.written[path] = data
 
     def read_file(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8", errors="replace")
@@ -93,7 +116,8 @@ class FakeSandbox:
         return sorted(str(p.relative_to(self.workdir)) for p in root.rglob("*") if p.is_file())
 
     def reset(self) -> None:
-        """Wipe the workspace for the next episode (what ``reuse_sandbox`` needs of a backend)."""
+        """Wipe the workspace for the next episode (what ``reuse_sandbox`` and ``SandboxPool(reuse=True)`` need)."""
+        self.resets += 1
         shutil.rmtree(self.workdir, ignore_errors=True)
         os.mkdir(self.workdir)
 
