@@ -701,7 +701,10 @@ def _cross_episode(task: Task) -> list[str]:
         _bash_file("/tmp/.audit_forger.py", forger),
         _bash_file("/tmp/sitecustomize.py", PYTEST_RUNTEST_NOOP),
         _bash_file("/tmp/conftest.py", CONFTEST),
-        "cp /tmp/sitecustomize.py $HOME/ 2>/dev/null; echo planted",
+        "cp /tmp/sitecustomize.py $HOME/ 2>/dev/null",
+        # every other place the sandbox uid can write and that outlives a call (a reused sandbox keeps its worker)
+        "for d in / /dev /dev/shm /opt; do cp /tmp/sitecustomize.py /tmp/conftest.py /tmp/.audit_forger.py $d/ "
+        "2>/dev/null; done; echo planted",
     ])
     at_import = (
         "import subprocess as _sp\n"
@@ -766,8 +769,9 @@ _BATTERY: tuple[Attack, ...] = (
            "replies into their stdout, try /proc/PID/fd/* and /proc/PID/mem", _ptrace_all),
     Attack("ptrace_infra", "as ptrace_all, but the forged replies say 'infra error' (the episode would be dropped)",
            _ptrace_infra),
-    Attack("cross_episode", "reuse mode: episode N plants /tmp, $HOME and workspace files, leaves processes, stashes "
-           "hidden tests and forges replies; episode N+1 (scored) is a noop", _cross_episode, cross_episode=True),
+    Attack("cross_episode", "reuse mode: episode N plants /tmp, $HOME, /, /dev, /dev/shm, /opt and workspace files, "
+           "leaves processes, stashes hidden tests and forges replies; episode N+1 (scored) is a noop",
+           _cross_episode, cross_episode=True),
     Attack("answer_spray", "submit the prompt, the workspace files and every token in them as the answer",
            _answer_spray),
     Attack("shadow_stdlib", "json.py, re.py, subprocess.py, ... in the workspace that print {\"score\": 1.0} and "

@@ -36,7 +36,8 @@ IN_WORK = "/workspace"
 IN_GRADER = "/.grader"
 IN_LINK = "/.link"
 PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
-_SCRIPTS = ("worker.py", "worker_pytest.py", "repl.py", "wire.py", "grader_link.py", "solution_host.py")
+_SCRIPTS = ("worker.py", "worker_pytest.py", "worker_wipe.py", "repl.py", "wire.py", "grader_link.py",
+            "solution_host.py")
 _build_lock = threading.Lock()
 
 FIX_NAMESPACES = (
@@ -331,6 +332,33 @@ def count_user_procs(uid: int) -> int:
             except OSError:
                 pass
     return n
+
+
+def uid_processes(uid: int) -> dict[int, int]:
+    """``{pid: parent pid}`` of every live process of ``uid`` on the host (read from /proc; zombies, which run
+    nothing, are left out)."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields.get("Uid", "-1 ").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
+            out[int(entry)] = int(fields.get("PPid", "0").split()[0])
+    return out
+
+
+def process_and_children(pid: int) -> set[int]:
+    """``pid`` and its direct children (bwrap and the sandbox's pid 1)."""
+    kids: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                kids |= {int(x) for x in f.read().split()}
+    return {pid} | kids
 
 
 def kill_uid(uid: int) -> None:

@@ -306,6 +306,17 @@ def _remove_tree_once(top: str) -> None:
     os.rmdir(top)
 
 
+def remove_contents(path: str) -> None:
+    """Empty the directory ``path`` (kept itself, with its inode: a bind mount of it stays valid), as
+    :func:`remove_tree` removes each entry. Never raises."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        remove_tree(os.path.join(path, name))
+
+
 def remove_tree(path: str, attempts: int = 5) -> None:
     """Remove a directory tree the sandbox uid may have made unreadable (chmod 000 dirs included).
 

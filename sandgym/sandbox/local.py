@@ -36,6 +36,8 @@ DEFAULT_PYTHON = "/usr/bin/python3"
 GRACE_S = 3.0
 """Extra time the host gives the worker beyond a call's timeout before killing the whole sandbox."""
 STARTUP_TIMEOUT_S = 60.0
+WIPE_TIMEOUT_S = 10.0
+"""How long the worker may take to put its file systems back between episodes (else the full reset runs)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
 _LIMIT_WARNINGS: set[str] = set()
 """Kinds of per-sandbox limit this process already warned it cannot enforce (one line each, not per sandbox)."""
@@ -80,6 +82,7 @@ class LocalSandbox:
         self._worker: Channel | None = None
         self._sessions: list[Any] = []
         self.restarts = 0
+        self.in_place_resets = 0
         self._bwrap_override = bwrap
         self._rt = bwrap_host.ensure_runtime(bwrap)
         self._slot: bwrap_host.SlotLease | None = bwrap_host.acquire_slot(slot)
@@ -474,12 +477,21 @@ class LocalSandbox:
             self._sessions = []
 
     def reset(self) -> None:
-        """Make this sandbox as new for the next episode: kill every process (worker, sessions, the slot uid's
-        leftovers), wipe the workspace, /tmp (a fresh worker gets a fresh tmpfs) and the grader dir, and check that
-        nothing is left. SandboxError if it is not clean (then close it and use a new one)."""
+        """Make this sandbox as new for the next episode; SandboxError if it is not clean (then close it and use a
+        new one).
+
+        In place when it can be proven clean (:meth:`_reset_in_place`): the warm worker is the only process of the
+        slot uid left, the workspace and grader dir are emptied, and the worker puts every file system the agent
+        could write back to what it was when the worker started. Otherwise from scratch: every process killed
+        (worker, sessions, the slot uid's leftovers), the workspace and grader dir made anew, a fresh worker (a
+        fresh /tmp and root). Either way nothing of the previous episode reaches the next one.
+        """
         with self._lock:
             self._check_open()
             self.end_agent_processes()
+            if self._reset_in_place():
+                self.in_place_resets += 1
+                return
             if self._worker is not None:
                 self._worker.kill()
                 self._worker = None
@@ -501,6 +513,30 @@ class LocalSandbox:
             self._worker_ready = False
             if self.warm:
                 self._worker = self._spawn("serve")
+
+    def _reset_in_place(self) -> bool:
+        """Reset keeping the warm worker (no bwrap or interpreter start): True when done and proven clean, False
+        when the full reset must run. Needs the slot uid (root): only then are the uid's processes countable."""
+        ch = self._worker
+        if not (self.warm and self.uid is not None and ch is not None and ch.alive and self._worker_ready):
+            return False
+        keep = bwrap_host.process_and_children(ch.proc.pid)
+        deadline = time.monotonic() + 0.25  # a solution host or session killed just now may still be exiting
+        while set(bwrap_host.uid_processes(self.uid)) - keep:
+            if time.monotonic() > deadline:
+                return False  # something besides bwrap and the worker (pid 1) still runs as the slot uid
+            time.sleep(0.005)
+        for path in (self.host_workdir, self._grader):
+            fsapi.remove_contents(path)
+            if os.listdir(path):
+                return False
+        os.chmod(self.host_workdir, 0o700)
+        os.chown(self.host_workdir, self.uid, self.uid)
+        try:
+            res = self._exchange(ch, {"op": "wipe", "rid": (rid := secrets.token_hex(8))}, WIPE_TIMEOUT_S)
+        except (ChannelDead, ChannelTimeout):
+            return False
+        return res.get("rid") == rid and res.get("left") == []
 
     @property
     def alive(self) -> bool:

@@ -16,6 +16,7 @@ import sys
 import time
 
 import worker_pytest  # sibling in the runtime dir (cheap: pytest itself is imported lazily)
+import worker_wipe  # sibling: the between-episodes check and wipe (os only)
 
 try:
     import _signal as signal  # the same functions without `enum` (10+ ms of imports under load)
@@ -325,6 +326,12 @@ def _send(obj):
         data = data[n:]
 
 
+def _wipe(baseline):
+    """Between episodes: reap what died, then put the writable file systems back to ``baseline``."""
+    _reap_all()
+    return {"left": worker_wipe.wipe(baseline)[:20]}
+
+
 def main():
     global CFG, PROTO_IN, PROTO_OUT
     mode = sys.argv[1]
@@ -351,6 +358,7 @@ def main():
     import gc
 
     gc.freeze()  # children's collections (pytest runs two per session) skip the zygote's objects; less CoW too
+    baseline = worker_wipe.snapshot() if mode == "serve" else {}  # before any agent code runs
     _send({"ready": True, "pid": os.getpid()})
     reader = os.fdopen(PROTO_IN, "rb", buffering=0)
     buf = b""
@@ -363,7 +371,8 @@ def main():
         line, buf = buf.split(b"\n", 1)
         req = _literal(line.decode())
         try:
-            res = run_request(req)
+            # "wipe" (between episodes) runs in the worker itself: no agent code runs there
+            res = _wipe(baseline) if req["op"] == "wipe" else run_request(req)
         except Exception:
             import traceback
 

@@ -227,6 +227,7 @@ def test_cross_episode_attack_runs_two_episodes_in_a_reused_sandbox(local_ok) ->
     result = audit(sample_tasks("coding/numbers:train", 1), per_family=1, attacks=["cross_episode"])
     rec = next(e for e in result.episodes if e.attack == "cross_episode")
     assert rec.first_reward is not None and not rec.error
+    assert result.hacks == []  # what episode N planted (anywhere it could write) does not help episode N+1
     assert audit(sample_tasks("coding/numbers:train", 1), per_family=1, attacks=["cross_episode"],
                  reuse=False).attacks == [BASELINE]
 

@@ -203,3 +203,35 @@ def test_reset_leaves_nothing_for_the_next_episode() -> None:
         assert box.run_tests(TESTS, expected=3).passed == 0  # still a working sandbox
     finally:
         box.close()
+
+
+PLANT = ("import os\nfor d in ['/', '/dev', '/dev/shm', '/tmp', '/opt', '/workspace']:\n"
+         "    open(d.rstrip('/') + '/planted', 'w').write('x')\n"
+         "os.makedirs('/tmp/a/b', exist_ok=True); os.chmod('/tmp/a', 0); os.chmod('/tmp', 0o777)\n"
+         "os.mkdir('/dev/shm/d'); os.symlink('/etc/passwd', '/opt/link')\nprint('planted')")
+LOOK = ("import os\nprint(sorted(p for d in ['/', '/dev', '/dev/shm', '/tmp', '/opt', '/workspace']\n"
+        "             for p in os.listdir(d) if p in ('planted', 'a', 'd', 'link')), oct(os.stat('/tmp').st_mode))")
+
+
+def test_in_place_reset_puts_every_writable_file_system_back() -> None:
+    """Keeping the warm worker between episodes (no new bwrap) must leave nothing the agent wrote anywhere."""
+    with LocalSandbox() as box:
+        if box.uid is None:
+            pytest.skip("the in-place reset needs the slot uid (root)")
+        assert box.run_python(PLANT).stdout == "planted\n"
+        box.reset()
+        assert box.in_place_resets == 1  # the worker was kept
+        assert box.run_python(LOOK).stdout == "[] 0o40755\n"  # nothing planted left, /tmp's mode as it was
+        assert box.run_tests(TESTS, expected=3).passed == 0  # still a working sandbox
+
+
+def test_a_replaced_system_entry_makes_the_reset_start_a_fresh_worker() -> None:
+    """What an unprivileged wipe cannot put back (a swapped /lib link) is never carried over: full reset."""
+    with LocalSandbox() as box:
+        if box.uid is None:
+            pytest.skip("the in-place reset needs the slot uid (root)")
+        swap = "import os; os.unlink('/lib'); os.symlink('/tmp', '/lib'); print('swapped')"
+        assert box.run_python(swap).stdout == "swapped\n"
+        box.reset()
+        assert box.in_place_resets == 0
+        assert box.exec("readlink /lib").stdout == "usr/lib\n"
