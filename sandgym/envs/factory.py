@@ -81,7 +81,6 @@ def rollout_env_factory(
         extra = dict(kwargs)
         if names:
             if tool_objects:  # a ToolEnv takes Tool objects; other envs get the names
-
                 extra["tools"] = builtin_tools(list(names))
             else:
                 extra["tools"] = tuple(names)

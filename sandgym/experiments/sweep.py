@@ -114,7 +114,6 @@ def parse_vary(items: Sequence[str]) -> list[tuple[str, list[str]]]:
 def _slug(text: str) -> str:
     s = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
     if len(s) > 40 or s != text:  # long or rewritten values keep a hash of the original, so names stay distinct
-
         s = f"{s[:40]}-{hashlib.sha1(text.encode()).hexdigest()[:8]}".lstrip("-")
     return s or "x"
 

@@ -67,7 +67,6 @@ def _load_plugins() -> None:
         try:
             register_backend(ep.name, ep.load())
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the built-in backends
-
             logging.getLogger(__name__).warning("sandbox backend plugin %r (%s) failed to load: %s",
                                                 ep.name, ep.value, exc)
 
