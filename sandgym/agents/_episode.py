@@ -82,8 +82,14 @@ class Episode:
     def do_step(self, text: str) -> tuple[Any, float, bool, bool, Mapping[str, Any]]:
         return self.env.step(text)
 
-    def close_env(self) -> None:
-        self.env.close()
+    def close_env(self, env_factory: Callable[[], Any] | None = None) -> None:
+        """Close the env, or give it back to a factory with ``release`` (an :class:`~sandgym.agents.env_pool.
+        EnvPool`) when the episode ended without an infrastructure failure (a broken env is never reused)."""
+        release = getattr(env_factory, "release", None)
+        if release is not None and self.infra_error is None and self.state == "done":
+            release(self.env)
+        else:
+            self.env.close()
 
     # ---- engine-thread transitions ------------------------------------------------------------------------------
     def after_reset(self, env: Any, obs: Any, info: Mapping[str, Any]) -> None:

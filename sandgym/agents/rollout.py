@@ -122,7 +122,7 @@ class RolloutEngine:
                 for ep in episodes:
                     self.policy.end_episode(ep.key)
                     if ep.env is not None:
-                        pool.submit(ep.close_env)
+                        pool.submit(ep.close_env, self.env_factory)
         trajs = [ep.trajectory() for ep in episodes]
         mism = sum(t.retokenization_mismatch for t in trajs)
         self.retokenization_mismatches += mism

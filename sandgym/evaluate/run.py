@@ -15,6 +15,7 @@ from typing import Any
 
 import sandgym
 from sandgym.agents.context_window import check_context
+from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.configs import to_dict
 from sandgym.envs.rewards import RewardConfig
@@ -96,8 +97,6 @@ def evaluate_policy(
     ``make_env`` overrides the environments built from ``config.rollout``.
     A batch in which every episode failed in the sandbox raises :class:`SandboxError` with the first error, unless
     ``stop_on_broken_sandbox`` is False (periodic evaluation inside training: the rows are kept as infra failures)."""
-    from sandgym.agents.rollout import rollout
-
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "episodes.jsonl"
     tasks = list(tasks) if tasks is not None else load_tasks(config)
@@ -105,10 +104,21 @@ def evaluate_policy(
     todo = [(seed, t) for seed in config.seeds for t in tasks if (seed, t.id) not in done]
     bar = progress(total=len(config.seeds) * len(tasks), initial=len(config.seeds) * len(tasks) - len(todo),
                    desc=f"eval {info.spec}"[:40])
-    make_env = make_env or env_factory(config)
+    pool = EnvPool(make_env or env_factory(config))  # envs and their sandboxes kept from batch to batch
     if todo:
-        check_context(policy, make_env, tasks, rollout_config(config, config.seeds[0]))
+        check_context(policy, pool, tasks, rollout_config(config, config.seeds[0]))
     per_batch = max(1, config.batch_episodes // config.samples)
+    with pool:
+        _run_batches(policy, pool, config, tasks, todo, per_batch, path, bar, stop_on_broken_sandbox)
+    bar.close()
+    return read_rows(path)
+
+
+def _run_batches(policy: Any, make_env: EnvPool, config: EvalConfig, tasks: Sequence[Task],
+                 todo: Sequence[tuple[int, Task]], per_batch: int, path: Path, bar: Any,
+                 stop_on_broken_sandbox: bool) -> None:
+    from sandgym.agents.rollout import rollout
+
     for seed in config.seeds:
         pending = [t for s, t in todo if s == seed]
         for i in range(0, len(pending), per_batch):
@@ -124,8 +134,6 @@ def evaluate_policy(
                                    f"`sandgym sandbox check --backend {config.rollout.sandbox}`")
             append_rows(path, [EpisodeRow.from_trajectory(t, by_id[t.task_id], seed) for t in trajs])
             bar.update(len(chunk))
-    bar.close()
-    return read_rows(path)
 
 
 def _group_base(seed: int, tasks: Sequence[Task], first: Task) -> int:

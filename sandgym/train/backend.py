@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.trajectory import Trajectory
 from sandgym.train import components
 from sandgym.train.config import TrainConfig
@@ -47,13 +48,14 @@ class Backend(Protocol):
 
 
 class LocalBackend:
-    """Rollouts in this process with the live policy; the update on the same model (nothing to publish)."""
+    """Rollouts in this process with the live policy; the update on the same model (nothing to publish). Envs
+    (and their sandboxes, reset in place) are kept from step to step (:class:`~sandgym.agents.env_pool.EnvPool`)."""
 
     label = "train"
 
     def __init__(self, config: TrainConfig, policy: Any, optimizer: Any, mixer: DomainMixer) -> None:
         self.config, self.policy, self.mixer = config, policy, mixer
-        self.make_env = components.env_factory(config)
+        self.make_env = EnvPool(components.env_factory(config))
         self.update = make_learner(config, policy.model, optimizer, None, int(policy.tokenizer.pad_token_id))
 
     def collect(self, step: int) -> tuple[list[Trajectory], float]:
@@ -73,7 +75,7 @@ class LocalBackend:
         """The optimiser is the driver's own."""
 
     def close(self) -> None:
-        """Nothing held beyond the policy (the caller's)."""
+        self.make_env.close()
 
 
 def step_seed(config: TrainConfig, step: int) -> int:

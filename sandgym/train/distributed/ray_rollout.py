@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.trajectory import Trajectory
 from sandgym.rollout.pool import import_ray
 from sandgym.tasks.task import Task
@@ -107,7 +108,7 @@ class RolloutWorker:
         self.name = name
         self.policy = components.build_policy(config, adapter=adapter, trainable=False)
         self.policy.model.eval()
-        self.make_env = components.env_factory(config)
+        self.make_env = EnvPool(components.env_factory(config))  # envs and sandboxes kept between units
         self.version = -1
 
     def set_weights(self, version: int, weights: AdapterWeights) -> int:
