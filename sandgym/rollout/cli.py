@@ -43,6 +43,8 @@ def add_commands(sub: Any) -> None:
                    "runs/run/<env>-<agent>-<time>.jsonl)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--env-kwargs", default="{}", help='JSON of extra gymnasium.make kwargs, e.g. \'{"max_turns": 4}\'')
+    p.add_argument("--fresh-sandbox", action="store_true",
+                   help="a new sandbox per episode (default: each worker's sandbox is reset in place between episodes)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=_cmd_run)
 
@@ -98,7 +100,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--env / --env-kwargs: {exc}") from None
     config = RunConfig(env=args.env, tasks=args.tasks, agent=args.agent, episodes=args.episodes,
                        n_tasks=args.n_tasks, workers=args.workers, out=args.out or default_out(args.env, args.agent), seed=args.seed,
-                       env_kwargs=env_kwargs, progress=not args.no_progress)
+                       env_kwargs=env_kwargs, progress=not args.no_progress, reuse_sandbox=not args.fresh_sandbox)
     summary = run(config)
     if summary.tasks_line:
         print(summary.tasks_line, flush=True)

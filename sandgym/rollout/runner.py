@@ -49,6 +49,9 @@ class RunConfig:
     """Extra keyword arguments for ``gymnasium.make``."""
     progress: bool = True
     """Show a tqdm progress bar."""
+    reuse_sandbox: bool = True
+    """Keep each worker's sandbox from episode to episode, reset in place (proven clean, else started anew), for
+    envs that support it; ``env_kwargs["reuse_sandbox"]`` wins. False: a fresh sandbox per episode."""
 
     def __post_init__(self) -> None:
         if self.episodes is not None and self.episodes <= 0:
@@ -122,7 +125,7 @@ def _make_env(config: RunConfig, tasks: list[Any] | None) -> Any:
     if tasks is not None:
         kwargs["tasks"] = tasks
     try:
-        return gym.make(config.env, **kwargs)
+        env = gym.make(config.env, **kwargs)
     except gym.error.Error as exc:
         raise ConfigError(f"cannot make env {config.env!r}: {exc}; list ids with `sandgym envs`") from None
     except (TypeError, ValueError) as exc:  # a kwarg the signature check could not see
@@ -130,6 +133,10 @@ def _make_env(config: RunConfig, tasks: list[Any] | None) -> Any:
             raise
         raise ConfigError(f"env {config.env!r} rejected --env-kwargs {json.dumps(config.env_kwargs)[:200]}: "
                           f"{exc}; fix the named argument") from None
+    inner = env.unwrapped
+    if hasattr(inner, "reuse_sandbox") and "reuse_sandbox" not in config.env_kwargs:
+        inner.reuse_sandbox = config.reuse_sandbox
+    return env
 
 
 def run(config: RunConfig) -> RunSummary:

@@ -36,8 +36,8 @@ IN_WORK = "/workspace"
 IN_GRADER = "/.grader"
 IN_LINK = "/.link"
 PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
-_SCRIPTS = ("worker.py", "worker_pytest.py", "worker_wipe.py", "repl.py", "wire.py", "grader_link.py",
-            "solution_host.py")
+_SCRIPTS = ("worker.py", "worker_pytest.py", "worker_plain.py", "worker_wipe.py", "repl.py", "wire.py",
+            "grader_link.py", "solution_host.py")
 _build_lock = threading.Lock()
 
 FIX_NAMESPACES = (

@@ -27,6 +27,7 @@ import sandgym.sandbox.fsapi as fsapi
 import sandgym.sandbox.pyenv as pyenv
 from sandgym.errors import SandboxError
 from sandgym.sandbox.channel import Channel, ChannelDead, ChannelTimeout
+from sandgym.sandbox.plain_tests import plain_test_files
 from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
 from sandgym.sandbox.session import LocalCodeSession
 
@@ -36,6 +37,8 @@ DEFAULT_PYTHON = "/usr/bin/python3"
 GRACE_S = 3.0
 """Extra time the host gives the worker beyond a call's timeout before killing the whole sandbox."""
 STARTUP_TIMEOUT_S = 60.0
+PLAIN_TESTS = os.environ.get("SANDGYM_ALWAYS_PYTEST", "") != "1"
+"""Run plain hidden test files (``plain_tests.py``) without pytest; ``SANDGYM_ALWAYS_PYTEST=1`` turns it off."""
 WIPE_TIMEOUT_S = 10.0
 """How long the worker may take to put its file systems back between episodes (else the full reset runs)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
@@ -392,6 +395,7 @@ class LocalSandbox:
                 if isolation == "process":
                     link, host = self._start_solution_host()
                     req["link"] = self._in_grader(link)
+                    req["plain"] = PLAIN_TESTS and plain_test_files(tests)  # no pytest needed: call the tests
                 res = self._request(req, self._timeout(timeout))
             finally:
                 if host is not None:

@@ -6,6 +6,8 @@ Imported by ``worker.py`` inside the sandbox (stdlib + the runtime dir's copy of
 import os
 import sys
 
+import worker_plain  # sibling in the runtime dir: plain test files run without pytest (os, sys only)
+
 # json, signal and pytest are imported inside the functions: a one-shot `exec` must not pay for them.
 
 
@@ -97,11 +99,14 @@ def pytest_child(req, cfg, set_limits, finish, exit_code_of):
 
             timeout = float(req.get("timeout", 10.0))
             grader_link.install(req["link"], cfg["workspace"], time.monotonic() + timeout - min(2.0, timeout / 5))
-        import pytest
+        if req.get("plain"):  # plain def test_*() files (decided on the host): import them and call the tests
+            code = worker_plain.run_plain(cfg["grader"], req["files"], req.get("nonce"))
+        else:
+            import pytest
 
-        paths = [os.path.join(cfg["grader"], f) for f in req["files"]]
-        code = int(pytest.main(pytest_args(cfg["grader"], paths, conftest=bool(req.get("conftest"))),
-                               plugins=[_Reporter(req.get("nonce"))]))
+            paths = [os.path.join(cfg["grader"], f) for f in req["files"]]
+            code = int(pytest.main(pytest_args(cfg["grader"], paths, conftest=bool(req.get("conftest"))),
+                                   plugins=[_Reporter(req.get("nonce"))]))
     except SystemExit as exc:
         code = exit_code_of(exc)
     except BaseException:
