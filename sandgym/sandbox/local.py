@@ -40,6 +40,8 @@ STARTUP_TIMEOUT_S = 60.0
 PLAIN_TESTS = os.environ.get("SANDGYM_ALWAYS_PYTEST", "") != "1"
 """Run plain hidden test files (``plain_tests.py``) without pytest; ``SANDGYM_ALWAYS_PYTEST=1`` turns it off."""
 WIPE_TIMEOUT_S = 10.0
+IN_LINKS = "/.links"
+"""Where the solution's zygote sees ``grader/links`` (read-only; only the FIFO pairs of gradings)."""
 """How long the worker may take to put its file systems back between episodes (else the full reset runs)."""
 _OUTCOMES = ("passed", "failed", "error", "skipped")
 _LIMIT_WARNINGS: set[str] = set()
@@ -84,6 +86,7 @@ class LocalSandbox:
         self._closed = True
         self._worker: Channel | None = None
         self._sessions: list[Any] = []
+        self._zygote: Channel | None = None  # the solution's supervisor, kept between gradings (see solution_host)
         self.restarts = 0
         self.in_place_resets = 0
         self._bwrap_override = bwrap
@@ -206,7 +209,7 @@ class LocalSandbox:
             argv[argv.index("--chdir"):argv.index("--chdir")] = ["--ro-bind", prefix, prefix]
         argv, kw = bwrap_host.as_uid(argv + inner, self.uid)
         argv = self._cgroup.wrap(argv) if self._cgroup is not None else argv
-        return Channel(argv, log=self._logf, popen_kw=kw, literal_requests=args[0] == "worker.py")
+        return Channel(argv, log=self._logf, popen_kw=kw, literal_requests=args[0] in ("worker.py", "solution_host.py"))
 
     def limits_dict(self, timeout: float | None = None) -> dict[str, Any]:
         """The rlimits the in-sandbox scripts apply to themselves (after the uid drop)."""
@@ -417,12 +420,16 @@ class LocalSandbox:
         return TestReport(expected=expected, outcomes=tuple(outcomes), exec=self._to_result(res),
                           report_found=report is not None)
 
-    def _start_solution_host(self) -> tuple[str, Channel]:
+    def _start_solution_host(self) -> tuple[str, Any]:
         """The solution's own sandbox for one grading run, and the FIFO pair that links it to the grader.
 
         It shares the workspace but not the grader's directory: the hidden tests, the report pipe and the worker
-        are out of its reach (docs/SANDBOX.md, "Grading the agent cannot reach").
+        are out of its reach (docs/SANDBOX.md, "Grading the agent cannot reach"). With a slot uid the sandbox is a
+        zygote kept for the sandbox's life (one fork per grading; the links are bound read-only into it);
+        without one (the weak backend), a one-shot supervisor per grading.
         """
+        if not self.weak:
+            return self._zygote_grading()
         link = os.path.join(self._grader, f"link-{secrets.token_hex(8)}")  # not the report's nonce
         os.mkdir(link, 0o755)
         for end in ("req", "rep"):
@@ -436,8 +443,63 @@ class LocalSandbox:
                                ro_binds=[] if self.weak else [(link, bwrap_host.IN_LINK)])
         return link, ch
 
+    def _links_dir(self) -> str:
+        """``grader/links``: where each grading's FIFO pair lives; the grader sees it under its dir, the solution's
+        zygote only this folder (bound read-only at ``IN_LINKS``). Kept through in-place resets (same inode)."""
+        path = os.path.join(self._grader, "links")
+        if not os.path.isdir(path):
+            os.mkdir(path, 0o755)
+        return path
+
+    def _zygote_channel(self) -> Channel:
+        ch = self._zygote
+        if ch is not None and ch.alive:
+            return ch
+        if ch is not None:
+            ch.kill()
+        cfg = {"workspace": self._paths()["workspace"], "links": IN_LINKS, "limits": self.limits_dict(),
+               "pyenv": self._paths()["pyenv"], "zygote": True}
+        ch = self.spawn_script(["solution_host.py", ascii(cfg)], grader=False, ro_binds=[(self._links_dir(), IN_LINKS)])
+        try:
+            ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
+        except (ChannelDead, ChannelTimeout) as exc:
+            ch.kill()
+            raise SandboxError(f"the solution's sandbox did not start ({exc}): {self._log_tail()}") from exc
+        if not ready.get("ready"):
+            ch.kill()
+            raise SandboxError(f"the solution's sandbox sent {ready!r} instead of its ready line")
+        self._zygote = ch
+        return ch
+
+    def _zygote_call(self, req: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+        """One request to the zygote; any failure kills it (the next grading starts a new one) and raises."""
+        ch = self._zygote_channel()
+        rid = secrets.token_hex(8)
+        try:
+            ch.send({**req, "rid": rid})
+            res = ch.recv(time.monotonic() + timeout)
+        except (ChannelDead, ChannelTimeout) as exc:
+            ch.kill()
+            self._zygote = None
+            raise SandboxError(f"the solution's sandbox failed ({exc}): {self._log_tail()}") from exc
+        if res.get("rid") != rid or "error" in res:
+            ch.kill()
+            self._zygote = None
+            raise SandboxError(f"the solution's sandbox answered {res!r} to {req.get('op')!r}")
+        return res
+
+    def _zygote_grading(self) -> tuple[str, Any]:
+        link = os.path.join(self._links_dir(), f"link-{secrets.token_hex(8)}")  # not the report's nonce
+        os.mkdir(link, 0o755)
+        for end in ("req", "rep"):
+            os.mkfifo(os.path.join(link, end), 0o600)
+            if self.uid is not None:
+                os.chown(os.path.join(link, end), self.uid, self.uid)
+        self._zygote_call({"op": "serve", "link": f"{IN_LINKS}/{os.path.basename(link)}"})
+        return link, _ZygoteGrading(self)
+
     def _in_grader(self, host_path: str) -> str:
-        return host_path if self.weak else bwrap_host.IN_GRADER + "/" + os.path.basename(host_path)
+        return host_path if self.weak else bwrap_host.IN_GRADER + "/" + os.path.relpath(host_path, self._grader)
 
     def _timeout(self, timeout: float | None) -> float:
         t = self.limits.timeout_s if timeout is None else float(timeout)
@@ -499,6 +561,7 @@ class LocalSandbox:
             if self._worker is not None:
                 self._worker.kill()
                 self._worker = None
+            self._kill_zygote()
             if self.uid is not None:
                 bwrap_host.kill_uid(self.uid)
             if self.workspace_quota:
@@ -525,14 +588,20 @@ class LocalSandbox:
         if not (self.warm and self.uid is not None and ch is not None and ch.alive and self._worker_ready):
             return False
         keep = bwrap_host.process_and_children(ch.proc.pid)
+        zygote = self._zygote if self._zygote is not None and self._zygote.alive else None
+        if zygote is not None:
+            keep |= bwrap_host.process_and_children(zygote.proc.pid)
         deadline = time.monotonic() + 0.25  # a solution host or session killed just now may still be exiting
         while set(bwrap_host.uid_processes(self.uid)) - keep:
             if time.monotonic() > deadline:
                 return False  # something besides bwrap and the worker (pid 1) still runs as the slot uid
             time.sleep(0.005)
-        for path in (self.host_workdir, self._grader):
-            fsapi.remove_contents(path)
-            if os.listdir(path):
+        links = self._links_dir()  # kept (the zygote's bind of it stays valid), emptied
+        for path, allowed in ((self.host_workdir, []), (self._grader, ["links"]), (links, [])):
+            for name in os.listdir(path):
+                if name not in allowed:
+                    fsapi.remove_tree(os.path.join(path, name))
+            if os.listdir(path) != allowed:
                 return False
         os.chmod(self.host_workdir, 0o700)
         os.chown(self.host_workdir, self.uid, self.uid)
@@ -540,7 +609,19 @@ class LocalSandbox:
             res = self._exchange(ch, {"op": "wipe", "rid": (rid := secrets.token_hex(8))}, WIPE_TIMEOUT_S)
         except (ChannelDead, ChannelTimeout):
             return False
-        return res.get("rid") == rid and res.get("left") == []
+        if res.get("rid") != rid or res.get("left") != []:
+            return False
+        if zygote is not None:  # the solution's namespace is put back the same way
+            try:
+                return self._zygote_call({"op": "wipe"}, WIPE_TIMEOUT_S).get("left") == []
+            except SandboxError:
+                return False
+        return True
+
+    def _kill_zygote(self) -> None:
+        if self._zygote is not None:
+            self._zygote.kill()
+            self._zygote = None
 
     @property
     def alive(self) -> bool:
@@ -554,6 +635,8 @@ class LocalSandbox:
             if getattr(self, "_worker", None) is not None:
                 self._worker.kill()  # type: ignore[union-attr]
                 self._worker = None
+            if getattr(self, "_zygote", None) is not None:
+                self._kill_zygote()
             for sess in getattr(self, "_sessions", []):
                 sess.close()
             self._sessions = []
@@ -586,3 +669,14 @@ class LocalSandbox:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+class _ZygoteGrading:
+    """One grading served by the zygote; ``kill()`` ends it (the child and its strays killed)."""
+
+    def __init__(self, sandbox: LocalSandbox) -> None:
+        self.sandbox = sandbox
+
+    def kill(self) -> None:
+        with contextlib.suppress(SandboxError):  # a zygote that failed is gone; the next grading starts anew
+            self.sandbox._zygote_call({"op": "end"})

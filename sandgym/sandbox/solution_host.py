@@ -8,6 +8,13 @@ imports the agent's code and serves the grader's requests over the link FIFOs, o
 for a reply that will never come, and kills every process the child left.
 
 Nothing here is trusted by the grader: it decodes every reply as plain data (``grader_link.py``).
+
+``zygote`` mode (``CFG["zygote"]``): the same supervisor kept for the sandbox's life, so a grading costs a fork, not
+a bwrap and an interpreter. It reads the host's requests on stdin (Python literals, one per line): ``serve`` forks
+the child for one grading's link (under ``CFG["links"]``, bound read-only), ``end`` kills that child and everything
+it left, ``wipe`` puts this namespace's writable file systems back to their start-up snapshot (``worker_wipe.py``,
+between episodes). Replies go to stdout as JSON lines. The child runs the agent's code exactly as in the one-shot
+mode; nothing of one grading's child survives into the next (killed, strays killed, the link removed by the host).
 """
 
 import builtins
@@ -17,7 +24,8 @@ import sys
 import traceback
 
 import wire
-from worker import _prctl, _set_limits  # the zygote's own helpers (same runtime dir)
+import worker_wipe
+from worker import _dumps, _prctl, _reap_all, _set_limits  # the worker's own helpers (same runtime dir)
 
 CFG: dict = {}
 _BUILTIN_EXC = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)
@@ -201,6 +209,15 @@ def main():
     global CFG
     CFG = eval(sys.argv[1], {"__builtins__": {}}, {})  # a literal written by the trusted host
     _prctl(4, 0)  # PR_SET_DUMPABLE=0: nothing forked from here can ptrace us or open our fds via /proc
+    if CFG.get("zygote"):
+        proto_in, proto_out = os.dup(0), os.dup(1)
+        os.set_inheritable(proto_in, False)
+        os.set_inheritable(proto_out, False)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(2, 1)  # the agent's prints go to the sandbox log, never into a reply
+        zygote_main(proto_in, proto_out)
+        return
     link = CFG["link"]
     rfd = os.open(os.path.join(link, "req"), os.O_RDWR | os.O_CLOEXEC)  # O_RDWR: never blocks on a FIFO
     wfd = os.open(os.path.join(link, "rep"), os.O_RDWR | os.O_CLOEXEC)
@@ -225,6 +242,84 @@ def main():
     wire.write_all(wfd, wire.dumps({"dead": code}))
     while True:  # stay pid 1 until the host kills this sandbox (the grader may still read)
         select.select([], [], [], 3600.0)
+
+
+def _open_link(link):
+    rfd = os.open(os.path.join(link, "req"), os.O_RDWR | os.O_CLOEXEC)  # O_RDWR: never blocks on a FIFO
+    wfd = os.open(os.path.join(link, "rep"), os.O_RDWR | os.O_CLOEXEC)
+    return rfd, wfd
+
+
+def _kill_strays():
+    try:  # noqa: SIM105 (contextlib costs imports)
+        os.kill(-1, 9)  # every process of this namespace but pid 1 (this zygote)
+    except OSError:
+        pass
+    _reap_all()
+
+
+def zygote_main(proto_in, proto_out):
+    """Serve gradings one at a time (see the module docstring); returns when the host closes stdin."""
+    baseline = worker_wipe.snapshot()  # before any agent code runs in this namespace
+    reader = os.fdopen(proto_in, "rb", buffering=0)
+
+    def reply(obj):
+        data = (_dumps(obj) + "\n").encode()
+        while data:
+            data = data[os.write(proto_out, data):]
+
+    reply({"ready": True})
+    child, wfd, buf = 0, -1, b""
+    while True:
+        if child:  # watch the child while waiting: a dead child is reported to the grader at once
+            r, _, _ = select.select([proto_in], [], [], 0.02)
+            pid, status = os.waitpid(child, os.WNOHANG)
+            if pid:
+                _kill_strays()
+                wire.write_all(wfd, wire.dumps({"dead": os.waitstatus_to_exitcode(status)}))
+                child = 0
+            if not r:
+                continue
+        chunk = reader.read(1 << 16)
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            req = eval(line.decode(), {"__builtins__": {}}, {})  # a literal written by the trusted host
+            op = req.get("op")
+            if op == "serve" and not child:
+                rfd, wfd = _open_link(req["link"])
+                child = os.fork()
+                if child == 0:
+                    try:
+                        for fd in (proto_in, proto_out):
+                            os.close(fd)
+                        os.set_inheritable(rfd, False)
+                        os.set_inheritable(wfd, False)
+                        _child(rfd, wfd)
+                    finally:
+                        os._exit(70)
+                os.close(rfd)
+                reply({"rid": req.get("rid"), "ok": True})
+            elif op == "end":
+                if child:
+                    try:  # noqa: SIM105 (contextlib costs imports)
+                        os.kill(child, 9)
+                    except OSError:
+                        pass
+                    os.waitpid(child, 0)
+                    child = 0
+                _kill_strays()
+                if wfd >= 0:
+                    os.close(wfd)
+                    wfd = -1
+                reply({"rid": req.get("rid"), "ok": True})
+            elif op == "wipe" and not child:
+                _kill_strays()
+                reply({"rid": req.get("rid"), "left": worker_wipe.wipe(baseline)[:20]})
+            else:
+                reply({"rid": req.get("rid"), "error": f"unexpected request {op!r}"})
 
 
 if __name__ == "__main__":

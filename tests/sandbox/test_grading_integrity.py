@@ -235,3 +235,26 @@ def test_a_replaced_system_entry_makes_the_reset_start_a_fresh_worker() -> None:
         box.reset()
         assert box.in_place_resets == 0
         assert box.exec("readlink /lib").stdout == "usr/lib\n"
+
+
+def test_the_solutions_namespace_is_put_back_between_episodes_too() -> None:
+    """The solution's zygote (one fork per grading) outlives an episode: what the agent's code planted there while
+    it was graded is gone after an in-place reset, and no process of it survives."""
+    plant = ("import os, subprocess\n"
+             "for d in ['/', '/tmp', '/dev/shm']:\n"
+             "    open(d.rstrip('/') + '/planted_by_solution', 'w').write('x')\n"
+             "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+             "def add(a, b):\n    return a + b\n")
+    look = ("import os\nFOUND = [d for d in ['/', '/tmp', '/dev/shm'] if os.path.exists(d.rstrip('/') + "
+            "'/planted_by_solution')]\ndef add(a, b):\n    if FOUND:\n        raise RuntimeError(f'leak {FOUND}')\n"
+            "    return a + b\n")
+    with LocalSandbox() as box:
+        if box.uid is None:
+            pytest.skip("the in-place reset needs the slot uid (root)")
+        box.write_file("solution.py", plant)
+        assert box.run_tests(TESTS, expected=3).passed == 3
+        box.reset()
+        assert box.in_place_resets == 1
+        box.write_file("solution.py", look)
+        report = box.run_tests(TESTS, expected=3)
+        assert report.passed == 3, [o.message[-200:] for o in report.outcomes]

@@ -277,7 +277,8 @@ def test_hidden_tests_invisible_and_read_only(sb: LocalSandbox) -> None:
                   "def add(a, b):\n    return a + b\n")
     assert sb.run_tests(TESTS, expected=3).passed == 3
     assert sb.read_file("seen.txt") == "[False, []]"
-    assert sb.exec("ls -A /.grader").stdout == ""  # removed again after grading
+    assert sb.exec("ls -A /.grader").stdout in ("", "links\n")  # removed again after grading (the links folder
+    assert sb.exec("ls -A /.grader/links 2>/dev/null").stdout == ""  # of the solution's zygote stays, empty)
     r = sb.exec("echo 'def test_x(): pass' > /.grader/test_planted.py")
     assert r.exit_code != 0
 
