@@ -5,12 +5,56 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import select
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
-from typing import Any, BinaryIO
+from collections.abc import Callable, Sequence
+from typing import Any, BinaryIO, TypeVar
+
+T = TypeVar("T")
+
+
+class _Spawner:
+    """One long-lived thread that starts every sandbox process.
+
+    bwrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) fires when the *thread* that started it exits, not the
+    process: a sandbox started from a short-lived thread (a pool's pre-warm thread, a rollout executor's worker)
+    would be killed with that thread and restarted at its next call. Started here, it lives as long as the harness.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], dict[str, Any], threading.Event]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, fn: Callable[[], T]) -> T:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="sandgym-spawner", daemon=True)
+                self._thread.start()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        self._jobs.put((fn, box, done))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]  # type: ignore[no-any-return]
+
+    def _loop(self) -> None:
+        while True:
+            fn, box, done = self._jobs.get()
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+
+SPAWNER = _Spawner()
 
 
 class ChannelDead(Exception):
@@ -27,10 +71,10 @@ class Channel:
     def __init__(self, argv: Sequence[str], *, log: BinaryIO, cwd: str | None = None,
                  env: dict[str, str] | None = None, popen_kw: dict[str, Any] | None = None,
                  literal_requests: bool = False) -> None:
-        self.proc = subprocess.Popen(
+        self.proc = SPAWNER.run(lambda: subprocess.Popen(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, cwd=cwd,
             env=env if env is not None else {}, **(popen_kw or {}),
-        )
+        ))
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()

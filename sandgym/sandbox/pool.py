@@ -125,6 +125,7 @@ class SandboxPool:
         self.reuse = reuse
         self._sem = threading.BoundedSemaphore(size)
         self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)  # a pre-warming sandbox became idle (or failed)
         self._idle: list[Sandbox] = []
         self._stats = PoolStats()
         self._closed = False
@@ -163,23 +164,28 @@ class SandboxPool:
         return sb
 
     def _warm_async(self) -> None:
-        def work() -> None:
+        def start() -> Sandbox | None:
             try:
                 sb = self._create()
-                ready = getattr(sb, "wait_ready", None)
-                if ready is not None:
-                    try:
-                        ready()  # hand out only sandboxes whose worker is really up
-                    except SandboxError as exc:
-                        self._record(exc)
-                        sb.close()
-                        return
-            except Exception:
-                return  # counted; acquire() retries synchronously and raises to the caller
-            finally:
-                with self._lock:
-                    self._warming -= 1
+            except Exception:  # noqa: BLE001 - counted; acquire() retries synchronously and raises to the caller
+                return None
+            ready = getattr(sb, "wait_ready", None)
+            if ready is not None:
+                try:
+                    ready()  # hand out only sandboxes whose worker is really up
+                except SandboxError as exc:
+                    self._record(exc)
+                    sb.close()
+                    return None
+            return sb
+
+        def work() -> None:
+            sb = start()
             with self._lock:
+                self._warming -= 1
+                self._ready.notify_all()  # an acquire() waiting for this one looks again
+                if sb is None:
+                    return
                 if not self._closed and len(self._idle) < self.prewarm:
                     self._idle.append(sb)
                     return
@@ -198,6 +204,8 @@ class SandboxPool:
             raise TimeoutError(f"no sandbox free within {timeout} s (pool size {self.size})")
         try:
             with self._lock:
+                # a sandbox being pre-warmed is nearly ready: wait for it rather than start one more
+                self._ready.wait_for(lambda: self._idle or not self._warming or self._closed, timeout=timeout)
                 if self._closed:
                     raise SandboxError("the sandbox pool is closed")
                 sb = self._idle.pop() if self._idle else None
@@ -245,6 +253,7 @@ class SandboxPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._ready.notify_all()
         for sb in idle:
             sb.close()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import threading
+import time
 
 import pytest
 
@@ -366,3 +368,25 @@ def test_make_sandbox_factory() -> None:
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_sandbox_outlives_the_thread_that_started_it() -> None:
+    """bwrap's --die-with-parent follows the starting *thread*: sandboxes are started from one long-lived thread,
+    so one made in a pool's pre-warm thread or a rollout executor's worker keeps its worker when that thread ends."""
+    made: list[LocalSandbox] = []
+
+    def start() -> None:
+        box = LocalSandbox()
+        box.wait_ready()
+        made.append(box)
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    box = made[0]
+    try:
+        time.sleep(0.2)  # time for a parent-death signal to land, if one were sent
+        assert box.run_python("print(1)").stdout == "1\n"
+        assert box.restarts == 0
+    finally:
+        box.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -51,21 +50,13 @@ def test_pool_counts_agent_and_infra_failures_and_replaces_broken() -> None:
     assert s.acquired == s.released == 3 and s.in_use == 0
 
 
-def warmed(pool: SandboxPool) -> SandboxPool:
-    """``pool`` once its background prewarm is done (an acquire before that makes a sandbox of its own, and the
-    pool then keeps the warm one rather than the used one)."""
-    deadline = time.monotonic() + 5
-    while pool.stats.idle < pool.prewarm and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return pool
-
-
 def test_pool_reuse_keeps_healthy_sandbox() -> None:
-    with warmed(SandboxPool(ScriptedSandbox, size=1, prewarm=1, reuse=True)) as pool:
-        with pool.acquire() as sb:
+    with SandboxPool(ScriptedSandbox, size=1, prewarm=1, reuse=True) as pool:
+        with pool.acquire() as sb:  # at once: waits for the sandbox being pre-warmed instead of making another
             first = sb.sandbox
         with pool.acquire() as sb:
             assert sb.sandbox is first
+        assert pool.stats.created == 1
     assert first.resets >= 1  # wiped between the two uses
 
 
