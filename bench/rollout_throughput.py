@@ -9,14 +9,19 @@ tokens up to and including its stop token (what a trajectory keeps); generate's 
 is not counted, the engine drops those rows. The engine also runs once more with ``kv_reuse_mb = 0`` (every turn
 re-prefills the whole conversation, as generate does) to show what keeping the KV cache between turns saves.
 
-    python bench/rollout_throughput.py                     # batch sizes 1 8 32, CPU, 2 threads
-    python bench/rollout_throughput.py --batch-sizes 8 --turns 2
+Each batch size runs the three (engine, engine without KV reuse, generate) ``--repeats`` times, interleaved and in a
+rotating order so load drift hits all three alike; the table gives medians and the spread (min-max) of tokens/s and
+of the engine / generate ratio per repeat. The load is printed at start and end.
+
+    python bench/rollout_throughput.py                     # batch sizes 1 4 8, 3 repeats, CPU, 2 threads
+    python bench/rollout_throughput.py --batch-sizes 8 --turns 2 --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -127,6 +132,10 @@ def generate_run(policy: HFPolicy, rounds: list[list[tuple[int, ...]]], args: ar
     return wall, total
 
 
+ORDERS = (("engine", "no_reuse", "generate"), ("no_reuse", "engine", "generate"), ("engine", "generate", "no_reuse"))
+"""Rotated per repeat, so no measurement always runs first or last."""
+
+
 def load_times() -> tuple[float, float]:
     from sandgym.agents import models
 
@@ -151,7 +160,8 @@ def load_times() -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 4, 8])
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved repeats of each measurement")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
@@ -168,23 +178,45 @@ def main() -> None:
         print(f"embedded model load: first (GGUF -> safetensors cache) {first:.1f} s, cached {cached:.1f} s")
     policy = HFPolicy("smollm2-135m")
     policy.generation_model()  # build the merged copy outside the timings
-    print("| batch | engine tok/s | engine without KV reuse tok/s | generate tok/s | engine / generate | "
+    print(f"load at start: {os.getloadavg()[0]:.2f}; {args.repeats} interleaved repeats per batch size")
+    print("| batch | engine tok/s | engine without KV reuse tok/s | generate tok/s | engine / generate (per repeat) | "
           "KV reuse gain | engine tokens | generate tokens | turns cut by max_new_tokens |")
     print("|---|---|---|---|---|---|---|---|---|")
     for batch in args.batch_sizes:
-        e_wall, e_tok, rec, cut = engine_run(policy, batch, args)
-        policy.kv_reuse_mb = 0
-        n_wall, n_tok, _, _ = engine_run(policy, batch, args)
-        del policy.kv_reuse_mb
-        g_wall, g_tok = generate_run(policy, rec.rounds, args)
-        e_tps, n_tps, g_tps = e_tok / e_wall, n_tok / n_wall, g_tok / g_wall
-        print(f"| {batch} | {e_tps:.1f} | {n_tps:.1f} | {g_tps:.1f} | {e_tps / g_tps:.2f} | {e_tps / n_tps:.2f} | {e_tok} "
-              f"| {g_tok} | {cut}/{batch * args.turns} |", flush=True)
+        tps: dict[str, list[float]] = {"engine": [], "no_reuse": [], "generate": []}
+        ratios, e_tok, g_tok, cut = [], 0, 0, 0
+        for rep in range(args.repeats):
+            rounds: list[list[tuple[int, ...]]] = []
+            got: dict[str, float] = {}
+            for kind in ORDERS[rep % len(ORDERS)]:  # generate replays this repeat's engine rounds: always after it
+                if kind == "engine":
+                    wall, e_tok, rec, cut = engine_run(policy, batch, args)
+                    rounds, tokens = rec.rounds, e_tok
+                elif kind == "no_reuse":
+                    policy.kv_reuse_mb = 0
+                    wall, tokens, _, _ = engine_run(policy, batch, args)
+                    del policy.kv_reuse_mb
+                else:
+                    wall, g_tok = generate_run(policy, rounds, args)
+                    tokens = g_tok
+                got[kind] = tokens / wall
+            for k, v in got.items():
+                tps[k].append(v)
+            ratios.append(got["engine"] / got["generate"])
+        med = {k: statistics.median(v) for k, v in tps.items()}
+
+        def spread(v: list[float]) -> str:
+            return f"{statistics.median(v):.1f} ({min(v):.1f}-{max(v):.1f})"
+
+        print(f"| {batch} | {spread(tps['engine'])} | {spread(tps['no_reuse'])} | {spread(tps['generate'])} | "
+              f"{statistics.median(ratios):.2f} ({', '.join(f'{r:.2f}' for r in ratios)}) | "
+              f"{med['engine'] / med['no_reuse']:.2f} | {e_tok} | {g_tok} | {cut}/{batch * args.turns} |", flush=True)
         if args.unmerged:
             policy.merge_for_generation = False
             u_wall, u_tok, _, _ = engine_run(policy, batch, args)
             policy.merge_for_generation = True
             print(f"|   unmerged adapter, batch {batch} | {u_tok / u_wall:.1f} | | | {u_tok} | | |", flush=True)
+    print(f"load at end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
