@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO, TypeVar
 
+from sandgym.errors import SandboxError
+
 T = TypeVar("T")
 
 
@@ -84,6 +86,18 @@ class Channel:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def wait_ready(self, timeout: float, what: str, log_tail: str) -> dict[str, Any]:
+        """The process's ready line, or (the process killed) ``SandboxError`` naming ``what`` and its log's tail."""
+        try:
+            ready = self.recv(time.monotonic() + timeout)
+        except (ChannelDead, ChannelTimeout) as exc:
+            self.kill()
+            raise SandboxError(f"{what} did not start ({exc}): {log_tail}") from exc
+        if not ready.get("ready"):
+            self.kill()
+            raise SandboxError(f"{what} sent {ready!r} instead of its ready line")
+        return ready
 
     def send(self, obj: Any) -> None:
         data = ((ascii(obj) if self._literal else json.dumps(obj)) + "\n").encode()

@@ -460,14 +460,7 @@ class LocalSandbox:
         cfg = {"workspace": self._paths()["workspace"], "links": IN_LINKS, "limits": self.limits_dict(),
                "pyenv": self._paths()["pyenv"], "zygote": True}
         ch = self.spawn_script(["solution_host.py", ascii(cfg)], grader=False, ro_binds=[(self._links_dir(), IN_LINKS)])
-        try:
-            ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
-        except (ChannelDead, ChannelTimeout) as exc:
-            ch.kill()
-            raise SandboxError(f"the solution's sandbox did not start ({exc}): {self._log_tail()}") from exc
-        if not ready.get("ready"):
-            ch.kill()
-            raise SandboxError(f"the solution's sandbox sent {ready!r} instead of its ready line")
+        ch.wait_ready(STARTUP_TIMEOUT_S, "the solution's sandbox", self._log_tail())
         self._zygote = ch
         return ch
 

@@ -40,14 +40,7 @@ class LocalCodeSession:
         cfg = {"workspace": p["workspace"], "site": p["site"], "limits": self._sb.limits_dict(),
                "kill_all": not self._sb.weak, "pyenv": p["pyenv"]}
         ch = self._sb.spawn_script(["repl.py", json.dumps(cfg)], grader=False, as_pid_1=False)
-        try:
-            ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
-        except (ChannelDead, ChannelTimeout) as exc:
-            ch.kill()
-            raise SandboxError(f"the Python session did not start: {exc}; {self._sb._log_tail()}") from exc
-        if not ready.get("ready"):
-            ch.kill()
-            raise SandboxError(f"the Python session sent {ready!r} instead of its ready line")
+        ch.wait_ready(STARTUP_TIMEOUT_S, "the Python session", self._sb._log_tail())
         self._ch = ch
 
     def run_code(self, code: str, *, timeout: float | None = None) -> ExecResult:

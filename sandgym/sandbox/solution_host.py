@@ -224,14 +224,7 @@ def main():
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(2, 1)  # the agent's prints go to the sandbox log, never into a reply
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.set_inheritable(rfd, False)
-            os.set_inheritable(wfd, False)
-            _child(rfd, wfd)
-        finally:
-            os._exit(70)
+    pid = _fork_child(rfd, wfd)
     os.close(rfd)
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
@@ -242,6 +235,21 @@ def main():
     wire.write_all(wfd, wire.dumps({"dead": code}))
     while True:  # stay pid 1 until the host kills this sandbox (the grader may still read)
         select.select([], [], [], 3600.0)
+
+
+def _fork_child(rfd, wfd, close=()):
+    """Fork the child that imports the agent's code and serves the link; returns its pid (never returns in it)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in close:
+                os.close(fd)
+            os.set_inheritable(rfd, False)
+            os.set_inheritable(wfd, False)
+            _child(rfd, wfd)
+        finally:
+            os._exit(70)
+    return pid
 
 
 def _open_link(link):
@@ -290,16 +298,7 @@ def zygote_main(proto_in, proto_out):
             op = req.get("op")
             if op == "serve" and not child:
                 rfd, wfd = _open_link(req["link"])
-                child = os.fork()
-                if child == 0:
-                    try:
-                        for fd in (proto_in, proto_out):
-                            os.close(fd)
-                        os.set_inheritable(rfd, False)
-                        os.set_inheritable(wfd, False)
-                        _child(rfd, wfd)
-                    finally:
-                        os._exit(70)
+                child = _fork_child(rfd, wfd, close=(proto_in, proto_out))
                 os.close(rfd)
                 reply({"rid": req.get("rid"), "ok": True})
             elif op == "end":
