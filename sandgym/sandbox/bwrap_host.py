@@ -34,7 +34,6 @@ MAX_SLOTS = 256
 IN_RT = "/opt/sandgym"
 IN_WORK = "/workspace"
 IN_GRADER = "/.grader"
-IN_LINK = "/.link"
 PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
 _SCRIPTS = ("worker.py", "worker_pytest.py", "worker_plain.py", "worker_wipe.py", "repl.py", "wire.py",
             "grader_link.py", "solution_host.py")

@@ -430,18 +430,20 @@ class LocalSandbox:
         """
         if not self.weak:
             return self._zygote_grading()
-        link = os.path.join(self._grader, f"link-{secrets.token_hex(8)}")  # not the report's nonce
+        link = self._make_link(self._grader)
+        cfg = {"workspace": self._paths()["workspace"], "link": link, "limits": self.limits_dict(),
+               "pyenv": self._paths()["pyenv"]}
+        return link, self.spawn_script(["solution_host.py", ascii(cfg)], grader=False)
+
+    def _make_link(self, parent: str) -> str:
+        """A fresh ``link-<random>`` folder in ``parent`` holding the grading's FIFO pair (owned by the slot uid)."""
+        link = os.path.join(parent, f"link-{secrets.token_hex(8)}")  # not the report's nonce
         os.mkdir(link, 0o755)
         for end in ("req", "rep"):
             os.mkfifo(os.path.join(link, end), 0o600)
             if self.uid is not None:
                 os.chown(os.path.join(link, end), self.uid, self.uid)
-        in_link = link if self.weak else bwrap_host.IN_LINK
-        cfg = {"workspace": self._paths()["workspace"], "link": in_link, "limits": self.limits_dict(),
-               "pyenv": self._paths()["pyenv"]}
-        ch = self.spawn_script(["solution_host.py", ascii(cfg)], grader=False,
-                               ro_binds=[] if self.weak else [(link, bwrap_host.IN_LINK)])
-        return link, ch
+        return link
 
     def _links_dir(self) -> str:
         """``grader/links``: where each grading's FIFO pair lives; the grader sees it under its dir, the solution's
@@ -482,12 +484,7 @@ class LocalSandbox:
         return res
 
     def _zygote_grading(self) -> tuple[str, Any]:
-        link = os.path.join(self._links_dir(), f"link-{secrets.token_hex(8)}")  # not the report's nonce
-        os.mkdir(link, 0o755)
-        for end in ("req", "rep"):
-            os.mkfifo(os.path.join(link, end), 0o600)
-            if self.uid is not None:
-                os.chown(os.path.join(link, end), self.uid, self.uid)
+        link = self._make_link(self._links_dir())
         self._zygote_call({"op": "serve", "link": f"{IN_LINKS}/{os.path.basename(link)}"})
         return link, _ZygoteGrading(self)
 
