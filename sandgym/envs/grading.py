@@ -13,13 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sandgym.envs.context import ToolContext
-from sandgym.envs.outcome import Grade
+from sandgym.envs.host_verifiers import FinalState, get_verifier, score_state
+from sandgym.envs.outcome import Actions, Grade
+from sandgym.errors import ConfigError
 from sandgym.sandbox.protocol import TestReport
 from sandgym.tasks.matchers import match
 from sandgym.tasks.task import Task
 from sandgym.tasks.verifier_errors import SCRIPT_PRELUDE, verifier_failure
 
-__all__ = ["grade", "isolation_kwargs", "signal_scores"]
+__all__ = ["grade", "isolation_kwargs", "signal_scores", "HOST_MAX_FILES", "HOST_MAX_FILE_CHARS"]
 
 
 def _count(report: TestReport) -> tuple[int, int]:
@@ -68,8 +70,9 @@ def _record(ctx: ToolContext, report: TestReport) -> float:
     return report.exec.wall_s
 
 
-def grade(ctx: ToolContext) -> Grade:
-    """Run the task's verifier against the episode's final state. Raises ``SandboxError`` on infra failure."""
+def grade(ctx: ToolContext, actions: Actions | None = None) -> Grade:
+    """Run the task's verifier against the episode's final state (``actions``: the agent's, for a host-side
+    verifier). Raises ``SandboxError`` on infra failure."""
     v = ctx.task.verifier
     answer = ctx.submitted if ctx.submitted is not None else ""
     ctx.end_agent()
@@ -90,6 +93,8 @@ def grade(ctx: ToolContext) -> Grade:
                      task_error=_collection_failure(ctx.task, report))
     if v.kind == "match":
         return Grade(kind="match", answer_matched=match(answer, v.answer or "", v.matcher))
+    if v.kind == "host":
+        return _grade_host(ctx, actions or Actions())
     # script: the answer goes to answer.txt, the script prints {"score": x} on its last JSON line
     ctx.sandbox.write_file("answer.txt", answer)
     result = ctx.sandbox.run_python(SCRIPT_PRELUDE + (v.script or ""))
@@ -107,3 +112,44 @@ def grade(ctx: ToolContext) -> Grade:
     task_error = f"{why}; the check script's stderr: {result.stderr[-1500:]}" if why else ""
     return Grade(kind="script", script_score=score, grader_exceptions=int(not result.ok), wall_s=result.wall_s,
                  task_error=task_error)
+
+
+HOST_MAX_FILES = 500
+HOST_MAX_FILE_CHARS = 1_000_000
+"""A host-side verifier gets at most this many workspace files, each cut to this many characters."""
+
+
+def _grade_host(ctx: ToolContext, actions: Actions) -> Grade:
+    """Hidden tests (if any) in the sandbox, then the host-side verifier on the final state's data.
+
+    The verifier's own failures (unknown name, an exception, a bad return value) are task errors, never the
+    agent's: the episode is excluded from scoring like an infra failure and the error names the verifier.
+    """
+    v, task = ctx.task.verifier, ctx.task
+    name = v.host or ""
+    try:
+        get_verifier(name)
+    except ConfigError as exc:
+        return Grade(kind="host", task_error=str(exc))
+    report, wall, task_error = None, 0.0, ""
+    if v.tests:
+        report = ctx.sandbox.run_tests(v.tests, expected=v.expected_tests, **isolation_kwargs(task))
+        wall = _record(ctx, report)
+        task_error = _collection_failure(task, report)
+    files = {}
+    for path in ctx.sandbox.list_files(".")[:HOST_MAX_FILES]:
+        try:
+            files[path] = ctx.sandbox.read_file(path)[:HOST_MAX_FILE_CHARS]
+        except (OSError, ValueError):  # vanished or replaced by a symlink/FIFO since listing: not the agent's data
+            continue
+    state = FinalState(task_id=task.id, domain=task.domain, family=task.family, answer_key=v.answer,
+                       metadata=dict(task.metadata), submitted=ctx.submitted, files=files, tests=report,
+                       actions=actions, runtime=ctx.stats.snapshot())
+    try:
+        result = score_state(name, state)
+    except Exception as exc:  # the user's verifier failed: a task error naming it, not a zero for the agent
+        return Grade(kind="host", wall_s=wall, task_error=f"host verifier {name} raised {type(exc).__name__}: {exc}")
+    passed = report.passed if report is not None else 0
+    return Grade(kind="host", script_score=result.score, components=dict(result.components), wall_s=wall,
+                 tests_passed=passed, tests_expected=v.expected_tests if v.tests else 0,
+                 grader_exceptions=_count(report)[1] if report is not None else 0, task_error=task_error)

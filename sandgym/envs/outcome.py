@@ -43,12 +43,15 @@ class Grade:
     traps_expected: int = 0
     answer_matched: bool | None = None
     script_score: float | None = None
+    """The check script's score, or a host-side verifier's (``kind="host"``), in [0, 1]."""
     grader_exceptions: int = 0
     """Hidden tests that errored or a grader run that crashed without a report."""
     wall_s: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
     """Runtime signals of tasks that declare them (e.g. ``latency``, ``lost``, ``duplicated``, ``log_errors`` of
     ``coding/service_queue``): the share of each signal's hidden tests that passed."""
+    components: dict[str, float] = field(default_factory=dict)
+    """A host-side verifier's named components (``kind="host"``; its score is ``script_score``)."""
     task_error: str = ""
     """Why the task's own verifier could not run (empty when it ran): a hidden test or check script that cannot
     import a library or has a syntax error. Never the agent's fault: the episode is not the agent's to score."""

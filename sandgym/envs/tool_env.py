@@ -438,7 +438,7 @@ class ToolEnv(gym.Env[str, str]):
         g = Grade(kind=task.verifier.kind)
         if infra is None:
             try:
-                g = grade(ctx)
+                g = grade(ctx, self._actions(ctx))
             except SandboxError as exc:
                 infra, truncation = f"sandbox failed while grading: {exc}", "infra"
             except Exception as exc:
@@ -458,6 +458,7 @@ class ToolEnv(gym.Env[str, str]):
         if self.TURN_TERM in config.weights:  # paid per turn (info["turn_reward"]), never in the final reward
             config = replace(config, weights={k: v for k, v in config.weights.items() if k != self.TURN_TERM})
         reward, components = compute_rewards(outcome, config)
+        components.update({f"{task.verifier.host}/{k}": v for k, v in g.components.items()})  # metrics
         if self.turn_rewards or self.TURN_TERM in self.reward_config.weights:
             components[self.TURN_TERM] = float(REWARDS[self.TURN_TERM](outcome, config))
         info.update(

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sandgym.envs.env_checks import check_env
+from sandgym.envs.host_verifiers import HOST_VERIFIERS, check_host_golden, load_verifier_plugins
 from sandgym.envs.registration import BUILTIN_ENVS, describe, plugin_env_ids
 from sandgym.envs.rewards import GOLDEN_DIR, REWARDS, RewardConfig, check_golden
 from sandgym.errors import ConfigError
@@ -121,12 +122,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_rewards_check(args: argparse.Namespace) -> int:
     directory = Path(args.golden) if args.golden else GOLDEN_DIR
     problems = check_golden(directory)
+    host_problems, n_host = check_host_golden()
+    problems += host_problems
     if problems:
         for line in problems:
             print(f"FAIL {line}", file=sys.stderr)
         return 1
     n = len(list(directory.glob("*.json")))
     print(f"ok: every reward matches its golden values ({n} cases in {directory})")
+    print(f"ok: {len(HOST_VERIFIERS)} host-side verifier(s) match their golden values ({n_host} cases)")
     return 0
 
 
@@ -135,6 +139,12 @@ def _cmd_rewards_list(args: argparse.Namespace) -> int:
     for name, fn in sorted(REWARDS.items()):
         doc = (fn.__doc__ or "").strip().splitlines()[0]
         print(f"{name:<16} weight={weights.get(name, 0.0):<5} {doc}")
+    load_verifier_plugins()
+    if HOST_VERIFIERS:
+        print("\nhost-side verifiers (Verifier(kind='host', host=NAME)):")
+    for name, verifier in sorted(HOST_VERIFIERS.items()):
+        doc = (verifier.fn.__doc__ or "").strip().splitlines()[0] if verifier.fn.__doc__ else ""
+        print(f"{name:<16} {doc}")
     return 0
 
 

@@ -69,7 +69,7 @@ def write_folder(task: Task, folder: Path) -> Path:
     v = task.verifier
     lines += ["", *_table("verifier", {"kind": v.kind, "expected_tests": v.expected_tests or None,
                                        "expected_traps": v.expected_traps or None, "answer": v.answer,
-                                       "matcher": v.matcher, "script": v.script,
+                                       "matcher": v.matcher, "script": v.script, "host": v.host,
                                        "isolation": None if v.isolation == "process" else v.isolation})]
     if task.reference is not None:
         lines += ["", *_table("reference", {"answer": task.reference.answer})]

@@ -17,8 +17,8 @@ from typing import Any
 
 from sandgym.errors import TaskError
 from sandgym.tasks.load import load_path
-from sandgym.tasks.suites import builtin_suites, describe_builtin, families
-from sandgym.tasks.suites.base import check_options
+from sandgym.tasks.suites import builtin_suites, describe_builtin, domain_suite, families
+from sandgym.tasks.suites.base import FamilySpec, check_options
 from sandgym.tasks.task import SPLITS, Task
 
 ENTRY_POINT_GROUP = "sandgym.tasks"
@@ -92,24 +92,43 @@ def _plugin_suites() -> tuple[tuple[str, SuiteFn, str], ...]:
     return tuple(found)
 
 
+def _plugin_domains(taken: Mapping[str, Any]) -> dict[str, list[FamilySpec]]:
+    """Plugin suites named ``owner/x`` grouped by ``owner``, for owners that are not a suite already; a suite
+    callable with ``unseen = True`` (an attribute) is an unseen family: in its domain's heldout split only."""
+    domains: dict[str, list[FamilySpec]] = {}
+    for name, fn, origin in _plugin_suites():
+        owner, sep, family = name.partition("/")
+        if sep and family and owner not in taken:
+            doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+            domains.setdefault(owner, []).append(FamilySpec(family, owner, doc[0] if doc else f"from {origin}",
+                                                            bool(getattr(fn, "unseen", False)), fn))
+    return domains
+
+
 def suites() -> dict[str, SuiteFn]:
-    """Every known suite: built-in first, then plugins (a plugin may not shadow a built-in name)."""
+    """Every known suite: built-in first, then plugins (a plugin may not shadow a built-in name), then one domain
+    suite per plugin owner (``owner/x`` and ``owner/y`` make ``owner``: all its families, split evenly)."""
 
     out: dict[str, SuiteFn] = dict(builtin_suites())
     for name, fn, origin in _plugin_suites():
         if name in out:
             raise TaskError(f"plugin suite {name!r} from {origin} clashes with an existing suite; rename it")
         out[name] = fn
+    for owner, members in _plugin_domains(out).items():
+        out[owner] = domain_suite(members)
     return out
 
 
 def list_suites() -> dict[str, str]:
-    """Suite name -> one-line description (built-in and plugin suites)."""
+    """Suite name -> one-line description (built-in and plugin suites, plugin domains)."""
 
     out = describe_builtin()
     for name, fn, origin in _plugin_suites():
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
         out[name] = (doc[0] if doc else "plugin suite") + f" (from {origin})"
+    for owner, members in _plugin_domains(out).items():
+        names = [f.name + ("*" if f.unseen else "") for f in members]
+        out[owner] = f"all {owner} plugin families ({', '.join(names)}; * = unseen, heldout only)"
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -11,13 +12,15 @@ from typing import Any, Literal
 from sandgym.errors import TaskError
 
 Split = Literal["train", "heldout"]
-VerifierKind = Literal["tests", "match", "script"]
+VerifierKind = Literal["tests", "match", "script", "host"]
 Matcher = Literal["exact", "normalized", "number", "contains", "regex", "set"]
 Isolation = Literal["process", "in-process"]
 ISOLATIONS: tuple[str, ...] = ("process", "in-process")
 
 SPLITS: tuple[str, ...] = ("train", "heldout")
-VERIFIER_KINDS: tuple[str, ...] = ("tests", "match", "script")
+VERIFIER_KINDS: tuple[str, ...] = ("tests", "match", "script", "host")
+HOST_VERIFIER_NAME = re.compile(r"^[A-Za-z_][\w.\-/]*@v\d+$")
+"""A host-side verifier's registered name: ``name@vN`` (``sandgym.envs.host_verifiers``)."""
 MATCHERS: tuple[str, ...] = ("exact", "normalized", "number", "contains", "regex", "set")
 
 
@@ -31,6 +34,10 @@ class Verifier:
     - ``match``: the submitted answer is compared with ``answer`` by ``matcher``.
     - ``script``: ``script`` (Python) runs in the sandbox with the answer in ``answer.txt`` and must print a JSON
       line ``{"score": float in [0, 1]}``.
+    - ``host``: the host-side verifier registered as ``host`` (``name@vN``, ``sandgym.envs.host_verifiers``) scores
+      the episode's final state (submitted answer, workspace files, the report of the hidden ``tests`` when there
+      are any, runtime signals) on the host, where any Python library can be used. It reads data only: the
+      agent's code never runs outside the sandbox. ``answer`` is passed to it as the answer key.
     """
 
     kind: VerifierKind
@@ -41,6 +48,8 @@ class Verifier:
     answer: str | None = None
     matcher: Matcher = "normalized"
     script: str | None = None
+    host: str | None = None
+    """``kind="host"``: the registered host-side verifier's ``name@vN``."""
     isolation: Isolation = "process"
     """``process`` (default): the agent's modules run in a sandbox of their own and only plain data reaches the
     tests (always-equal objects, patched builtins and pytest tampering cannot score). ``in-process``: the tests
@@ -64,6 +73,15 @@ class Verifier:
             raise TaskError(f"verifier.matcher={self.matcher!r} is not one of {MATCHERS}")
         if self.kind == "script" and not self.script:
             raise TaskError("verifier.kind='script' needs verifier.script (Python printing {\"score\": x})")
+        if self.kind == "host" and not HOST_VERIFIER_NAME.match(self.host or ""):
+            raise TaskError(f"verifier.kind='host' needs verifier.host = a registered host-side verifier 'name@vN' "
+                            f"(got {self.host!r}); `sandgym rewards list` shows the registered ones")
+        if self.kind == "host" and self.tests and self.expected_tests <= 0:
+            raise TaskError("verifier.kind='host' with hidden tests needs verifier.expected_tests > 0 (the number "
+                            "of test cases the tests contain)")
+        if self.host is not None and self.kind != "host":
+            raise TaskError(f"verifier.host={self.host!r} is only read when verifier.kind='host' "
+                            f"(kind is {self.kind!r}); set kind='host' or remove host")
 
 
 LIMIT_BOUNDS: dict[str, tuple[float, float, str]] = {

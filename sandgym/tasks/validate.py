@@ -17,6 +17,7 @@ from typing import Any
 
 from sandgym.errors import TaskError
 from sandgym.tasks.task import (
+    HOST_VERIFIER_NAME,
     Reference,
     Task,
     TaskLimits,
@@ -232,6 +233,9 @@ def _semantic(data: Mapping[str, Any], file: str, where: Callable[[str], int | N
         add("verifier.answer", "kind 'match' needs the expected answer", "add verifier.answer (a string)")
     elif kind == "script" and not v.get("script"):
         add("verifier.script", "kind 'script' needs a check script", "add Python that prints {\"score\": x}")
+    elif kind == "host" and not HOST_VERIFIER_NAME.match(str(v.get("host") or "")):
+        add("verifier.host", f"kind 'host' needs a host-side verifier name 'name@vN', got {v.get('host')!r}",
+            "name a registered host-side verifier (`sandgym rewards list`), e.g. host = \"mypkg.answer@v1\"")
     if not out:
         try:
             build_task(data)

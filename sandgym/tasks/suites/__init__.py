@@ -98,5 +98,5 @@ def describe_builtin() -> dict[str, str]:
     return out
 
 
-__all__ = ["MAX_DIFFICULTY", "FamilySpec", "SuiteFn", "builtin_suites", "describe_builtin", "families",
+__all__ = ["MAX_DIFFICULTY", "FamilySpec", "SuiteFn", "builtin_suites", "describe_builtin", "domain_suite", "families",
            "get_family"]
