@@ -36,9 +36,9 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 class AdapterError(SandgymError, ValueError):
     """A LoRA adapter cannot be loaded, unloaded or selected (the message names it and the fix)."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.param = status, param
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,7 @@ class ModelEngine:
             tokenizer.pad_token = tokenizer.eos_token
         self.base, self.tokenizer, self.name, self.root, self.max_loras = base.eval(), tokenizer, name, root, max_loras
         self.chat_format = ChatFormat(tokenizer)
+        self.vocab_size = int(base.get_input_embeddings().weight.shape[0])
         self.max_model_len = int(getattr(base.config, "max_position_embeddings", 0) or 0) or None
         self.adapters: dict[str, str] = {}
         """Loaded adapter name -> its directory."""
@@ -160,7 +161,8 @@ class ModelEngine:
             return None
         if model in self.adapters:
             return model
-        raise AdapterError(f"The model `{model}` does not exist; served: {[self.name, *self.adapters]}", status=404)
+        raise AdapterError(f"The model `{model}` does not exist; served: {[self.name, *self.adapters]}", status=404,
+                           param="model")
 
     # ---- generation -----------------------------------------------------------------------------------------
     def submit(self, key: BatchKey, rows: Sequence[RowRequest]) -> Future[list[SampledRow]]:

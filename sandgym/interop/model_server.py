@@ -93,7 +93,7 @@ def make_app(engine: ModelEngine) -> FastAPI:
 
     @app.exception_handler(AdapterError)
     async def adapter_error(request: Request, exc: AdapterError) -> JSONResponse:
-        return _error(str(exc), exc.status, "NotFoundError" if exc.status == 404 else "BadRequestError")
+        return _error(str(exc), exc.status, "NotFoundError" if exc.status == 404 else "BadRequestError", exc.param)
 
     @app.exception_handler(ValueError)
     async def value_error(request: Request, exc: ValueError) -> JSONResponse:
@@ -131,11 +131,13 @@ def make_app(engine: ModelEngine) -> FastAPI:
             choice = _choice_text(engine, body, row)
             if body.logprobs is not None:
                 choice["logprobs"] = _completion_logprobs(engine, row, bool(body.return_tokens_as_token_ids))
-            choice.update(prompt_logprobs=None, prompt_token_ids=list(prompt) if body.return_token_ids else None)
+            choice.update(prompt_logprobs=None, prompt_token_ids=list(prompt) if body.return_token_ids else None,
+                          routed_experts=None)
             choices.append({"index": i, **choice})
         return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
                 "model": body.model or engine.name, "choices": choices, "service_tier": None,
-                "system_fingerprint": None, "usage": _usage(prompts, rows, body.n), "kv_transfer_params": None}
+                "system_fingerprint": None, "usage": _usage(prompts, rows, body.n), "kv_transfer_params": None,
+                "ec_transfer_params": None, "metrics": None}
 
     @app.post("/v1/chat/completions")
     async def chat(body: ChatBody) -> dict[str, Any]:
@@ -181,7 +183,7 @@ def _prompt_ids(engine: ModelEngine, prompt: str | list[int] | list[list[int]] |
     if isinstance(prompt, str):
         return [tuple(engine.chat_format.encode(prompt))]
     if prompt and all(isinstance(t, int) for t in prompt):
-        return [tuple(int(t) for t in prompt)]  # type: ignore[arg-type]
+        return _prompt_ids(engine, [[int(t) for t in prompt]])  # type: ignore[arg-type]
     out: list[tuple[int, ...]] = []
     for p in prompt:
         if isinstance(p, int):
@@ -189,6 +191,10 @@ def _prompt_ids(engine: ModelEngine, prompt: str | list[int] | list[list[int]] |
         out.append(tuple(engine.chat_format.encode(p)) if isinstance(p, str) else tuple(int(t) for t in p))
     if not out or any(not p for p in out):
         raise ValueError("prompt is empty: send a string or a non-empty list of token ids")
+    vocab = engine.vocab_size
+    bad = [t for p in out for t in p if not 0 <= t < vocab]
+    if bad:
+        raise ValueError(f"Token id {bad[0]} is out of vocabulary (size {vocab}); tokenize with the served model's tokenizer")
     return out
 
 
