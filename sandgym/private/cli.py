@@ -86,9 +86,16 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     print(f"discarded {report['discarded']}: {report['discarded_by_reason']}")
     base = dict(report["baseline"])
     errors = base.pop("collection_errors", [])
+    why = base.pop("failures_by_reason", {})
+    cfg = base.pop("pytest_config", None)
     print(f"baseline: {base}; secrets removed: {report['scrub']['by_kind'] or 'none'}")
+    if cfg:
+        print(f"  pytest configuration from {cfg['source']}: kept {sorted(cfg['options']) or 'nothing'}, "
+              f"dropped {len(cfg['dropped'])} (see the report)")
     for err in errors:
         print(f"  baseline collection error: {err}")
+    for reason, n in why.items():
+        print(f"  baseline failures ({n}): {reason}")
     print(f"wrote {Path(args.out) / TASKS_NAME} and {Path(args.out) / REPORT_NAME}")
     return 0 if result.made else 1
 

@@ -23,7 +23,14 @@ from typing import Any
 
 from sandgym.errors import ConfigError, SandboxError, TaskError
 from sandgym.private.scrub import Scrubber, ScrubReport
-from sandgym.private.snapshot import DEFAULT_MAX_FILE_BYTES, Snapshot, read_repo, select_tests, test_key
+from sandgym.private.snapshot import (
+    DEFAULT_MAX_FILE_BYTES,
+    Snapshot,
+    imported_tests,
+    read_repo,
+    select_tests,
+    test_key,
+)
 from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
 from sandgym.tasks.load import save_jsonl
@@ -219,6 +226,8 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
     snap = read_repo(config.repo, max_file_bytes=config.max_file_bytes)
     scrubber = Scrubber(dict(config.scrub_patterns))
     files, tests, support = dict(snap.files), dict(snap.tests), dict(snap.support)
+    if snap.pytest_config is not None:  # the grader runs every hidden test with the repository's settings
+        support["pytest.ini"] = snap.pytest_config.ini
     scrub_report = ScrubReport()
     if config.scrub:
         files, r1 = scrubber.files(files)
@@ -236,9 +245,13 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         passing = {o.name for o in base.outcomes if o.outcome == "passed"}
         errors = [f"{o.name}: {_last_error_line(o.message)}" for o in base.outcomes
                   if o.outcome == "error" and "::" not in o.name]
+        why = Counter(_last_error_line(o.message) for o in base.outcomes
+                      if o.outcome in ("failed", "error") and "::" in o.name)
         wall = round(base.exec.wall_s if base.exec else 0.0, 2)
         baseline: dict[str, Any] = {"collected": base.reported, "passed": len(passing), "test_files": len(tests),
-                                    "wall_s": wall, "collection_errors": errors[:20]}
+                                    "wall_s": wall, "collection_errors": errors[:20],
+                                    "failures_by_reason": dict(why.most_common(10)),
+                                    "pytest_config": snap.pytest_config.to_json() if snap.pytest_config else None}
         runner.timeout_s = 3 * wall + 10.0
         made, discards, splits = _generate(config, snap, files, tests, base, passing, runner, scrubber)
     finally:
@@ -300,7 +313,7 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
          instances: Counter[tuple[str, str]], broken: set[tuple[str, str]], runner: _Runner,
          splits: Mapping[str, str], scrubber: Scrubber) -> Task | Discard:
     word = re.compile(rf"\b{re.escape(target.name)}\b")
-    related = {n: s for n, s in tests.items() if word.search(s)}
+    related = {n: tests[n] for n in _with_imports({n for n, s in tests.items() if word.search(s)}, tests)}
     swap = (target.file, mutation.source)
     found = runner.run(related, expected=1, swap=swap)
     if not found.report_found:
@@ -314,8 +327,7 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
         return Discard("", reason, "no baseline-passing test fails on the starting state")
     hidden: dict[str, str] = {}
     expected = 0
-    for f in sorted({f for f, _ in keep}):
-        keys = {k for ff, k in keep if ff == f}
+    for f, keys in _keys_with_imports(keep, tests).items():
         hidden[f] = select_tests(tests[f], keys, collected[f])
         expected += sum(instances[(f, k)] for k in keys)
     ref = runner.run(hidden, expected)
@@ -330,6 +342,40 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
         return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
     return _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
                  sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s)
+
+
+def _with_imports(names: set[str], tests: Mapping[str, str]) -> set[str]:
+    """``names`` and every test module they import, transitively (``from test_pkg.test_base import TestBase``)."""
+    todo, seen = list(names), set(names)
+    while todo:
+        name = todo.pop()
+        for dep in imported_tests(name, tests[name], tests):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def _keys_with_imports(keep: set[tuple[str, str]], tests: Mapping[str, str]) -> dict[str, set[str]]:
+    """Test keys to keep per file: ``keep``, plus what other kept files import from test modules.
+
+    A test module that another one imports is shipped too; a class imported from it keeps the tests that the
+    importing file keeps by method name (its subclasses inherit them), the rest of its tests are dropped.
+    """
+    keys: dict[str, set[str]] = defaultdict(set)
+    for f, k in keep:
+        keys[f].add(k)
+    changed = True
+    while changed:
+        changed = False
+        for f in list(keys):
+            methods = {k.rpartition("::")[2] for k in keys[f] if "::" in k}
+            for dep, names in imported_tests(f, tests[f], tests).items():
+                extra = {f"{n}::{m}" for n in names for m in methods} - keys[dep]
+                if extra or dep not in keys:
+                    keys[dep] |= extra
+                    changed = True
+    return dict(sorted(keys.items()))
 
 
 def _prompt(target: Target, mutation: Mutation, failing: list[str]) -> str:

@@ -7,7 +7,8 @@ that the package imports from the workspace root, which is on ``sys.path`` when 
 Tests keep the repository's layout (``tests/unit/test_x.py`` stays that path), and what they need comes with them
 as hidden support files: ``conftest.py`` at every level (the root one too), helper modules, ``__init__.py`` files
 and text data files under test folders. The grader lays them out as they were, so fixtures, package-relative
-imports and data paths work.
+imports and data paths work. The repository's pytest configuration comes along as a root ``pytest.ini``
+(``pytestcfg.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandgym.errors import TaskError
+from sandgym.private.pytestcfg import PytestConfig, read_pytest_config
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", "build", "dist", ".tox", ".nox", ".venv", "venv", "env", "node_modules",
@@ -44,6 +46,8 @@ class Snapshot:
     """(path, reason) of every file left out."""
     renamed: Mapping[str, str] = field(default_factory=dict)
     """Workspace path -> repository path where they differ (``src/`` layout)."""
+    pytest_config: PytestConfig | None = None
+    """The repository's pytest settings (``pytest.ini``, ``pyproject.toml``, ``tox.ini`` or ``setup.cfg``)."""
 
     def repo_path(self, workspace_path: str) -> str:
         return self.renamed.get(workspace_path, workspace_path)
@@ -100,6 +104,9 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         if is_test_file(rel):
             tests[rel.as_posix()] = text
             continue
+        if in_tests and rel.name == "pytest.ini":
+            skipped.append((rel.as_posix(), "a nested pytest.ini (the root configuration applies)"))
+            continue
         if in_tests:
             support[rel.as_posix()] = text
             if _in_test_dir(rel):
@@ -113,7 +120,7 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
         raise TaskError(f"{base}: no Python source files found (skipped: {len(skipped)}); point at a Python repo")
     if not tests:
         raise TaskError(f"{base}: no pytest files (test_*.py or *_test.py) found; from-repo needs the repo's tests")
-    return Snapshot(str(base), files, tests, support, tuple(skipped), renamed)
+    return Snapshot(str(base), files, tests, support, tuple(skipped), renamed, read_pytest_config(base))
 
 
 # ---- hidden-test selection ------------------------------------------------------------------------------------
@@ -162,3 +169,36 @@ def select_tests(source: str, keep: set[str], collected: set[str]) -> str:
 def _span(node: ast.stmt) -> tuple[int, int]:
     decorators = getattr(node, "decorator_list", [])
     return min([node.lineno, *(d.lineno for d in decorators)]), node.end_lineno or node.lineno
+
+
+def imported_tests(path: str, source: str, tests: Mapping[str, str]) -> dict[str, set[str]]:
+    """Other test modules of ``tests`` that the test file ``path`` imports -> the names it takes from each.
+
+    ``from test_pkg.test_base import TestBase`` or ``from .test_base import TestBase`` -> ``{".../test_base.py":
+    {"TestBase"}}``; ``import test_pkg.test_base`` -> an empty set (the whole module). Matched by path suffix, as
+    pytest's rootdir-relative imports resolve them.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    here = path.split("/")[:-1]
+    wanted: list[tuple[list[str], set[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            wanted += [(a.name.split("."), set()) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = (here[: len(here) - node.level + 1] if node.level else []) + (node.module or "").split(".")
+            base = [p for p in base if p]
+            names = {a.name for a in node.names}
+            wanted.append((base, names))
+            wanted += [([*base, n], set()) for n in names]  # ``from pkg import test_mod``
+    found: dict[str, set[str]] = {}
+    for parts, names in wanted:
+        if not parts:
+            continue
+        suffix = "/".join(parts) + ".py"
+        for other in tests:
+            if other != path and (other == suffix or other.endswith("/" + suffix)):
+                found.setdefault(other, set()).update(names)
+    return found

@@ -258,7 +258,11 @@ class E2BSandbox:
             raise infra_error(e, "uploading hidden tests") from e
         report_path = f"{grade}/report.xml"
         argv = ["env", *(f"-u{name}" for name in _ENV_SCRUB), "python3", "-m", "pytest", "-q"]
-        argv += ["-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null", "--rootdir", f"{grade}/tests"]
+        # the task's own pytest.ini and conftest files (hidden, trusted) apply; none from the workspace ever does
+        ini = f"{grade}/tests/pytest.ini" if "pytest.ini" in tests else "/dev/null"
+        conftest = any(name.split("/")[-1] == "conftest.py" for name in tests)
+        argv += ["-p", "no:cacheprovider", *([] if conftest else ["--noconftest"]), "-c", ini,
+                 "--rootdir", f"{grade}/tests", "--confcutdir", f"{grade}/tests"]
         argv += ["-o", "junit_family=xunit1"]  # each testcase names its file: outcomes read `file.py::test`
         argv += [f"--junitxml={report_path}", f"{grade}/tests"]
         try:

@@ -376,8 +376,8 @@ class LocalSandbox:
         for name in names:
             if not fsapi.split_path(name) or fsapi.split_path(name) != name.split("/"):
                 raise ValueError(f"hidden test path {name!r} must be a relative path like 'tests/test_x.py'")
-        if any(name.split("/")[-1] == "pytest.ini" for name in names):
-            raise ValueError("hidden tests may not include pytest.ini (the grader writes its own)")
+        if any(name.split("/")[-1] == "pytest.ini" and name != "pytest.ini" for name in names):
+            raise ValueError("hidden tests may hold a pytest.ini only at their root (the grader's -c file)")
         test_files = [n for n in names if is_test_file(n)]
         if not test_files:
             raise ValueError(f"hidden tests {names} hold no test file (test_*.py or *_test.py); the others "
@@ -389,7 +389,8 @@ class LocalSandbox:
             try:
                 for name, text in tests.items():
                     fsapi.write_file(self._grader, name, text)
-                fsapi.write_file(self._grader, "pytest.ini", "[pytest]\n")
+                if "pytest.ini" not in tests:  # the task's own [pytest] settings (from-repo), else an empty one
+                    fsapi.write_file(self._grader, "pytest.ini", "[pytest]\n")
                 nonce = secrets.token_hex(16)  # a report without it (a blind write to the pipe) is rejected
                 # the task's own conftest files (trusted, in the grader dir) load; the workspace is never in their
                 # path, so an agent's conftest.py never does

@@ -59,7 +59,7 @@ def plain_test_files(files: Mapping[str, str]) -> bool:
     """Whether every file of a hidden-test set is a plain test module or a non-test helper (no conftest.py)."""
     for name, source in files.items():
         base = name.rsplit("/", 1)[-1]
-        if base == "conftest.py" or "/" in name:
+        if base in ("conftest.py", "pytest.ini") or "/" in name:  # their own settings: pytest applies them
             return False
         if base.endswith(".py") and (base.startswith("test_") or base.endswith("_test.py")):
             if not plain_test_file(source):

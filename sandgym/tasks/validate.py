@@ -6,6 +6,7 @@ fields added there are accepted here without changes.
 
 from __future__ import annotations
 
+import configparser
 import dataclasses
 import difflib
 import functools
@@ -183,9 +184,12 @@ def _check_paths(files: Mapping[str, Any], name: str, file: str, where: Callable
         if str(path).startswith("/") or ".." in parts or not path:
             out.append(Problem(file, where(name), name, f"file name {path!r} is absolute or leaves the workspace",
                                "use a relative path inside the workspace, e.g. 'src/app.py'"))
-        elif tests and parts[-1] == "pytest.ini":
-            out.append(Problem(file, where(name), name, f"hidden file {path!r}: the grader writes its own pytest.ini",
-                               "remove it (put fixtures in a hidden conftest.py)"))
+        elif tests and parts[-1] == "pytest.ini" and len(parts) > 1:
+            out.append(Problem(file, where(name), name, f"hidden file {path!r}: a pytest.ini below the root",
+                               "move it to the root of the hidden files ('pytest.ini'): the grader runs with it"))
+        elif tests and parts == ["pytest.ini"] and not _is_pytest_ini(files[path]):
+            out.append(Problem(file, where(name), name, "hidden file 'pytest.ini' has no [pytest] section",
+                               "start it with a '[pytest]' line, e.g. '[pytest]\\nfilterwarnings = error'"))
     names = [str(p).replace("\\", "/").split("/")[-1] for p in files]
     if tests and files and not any(n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py"))
                                    for n in names):
@@ -193,6 +197,15 @@ def _check_paths(files: Mapping[str, Any], name: str, file: str, where: Callable
                            "hidden tests need at least one test_*.py (or *_test.py); conftest.py, helper modules "
                            "and data files next to it only support it"))
     return out
+
+
+def _is_pytest_ini(text: Any) -> bool:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(str(text))
+    except configparser.Error:
+        return False
+    return parser.has_section("pytest")
 
 
 def _semantic(data: Mapping[str, Any], file: str, where: Callable[[str], int | None]) -> list[Problem]:

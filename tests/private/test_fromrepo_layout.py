@@ -1,5 +1,7 @@
 """from-repo on a project laid out like real ones: a src layout, conftest fixtures, a helper module and a data
-file under tests/, package-relative imports. Everything the tests need travels with them as hidden files."""
+file under tests/, package-relative imports, a test module importing another one's test class, and the project's
+own pytest configuration (pyproject.toml: warnings as errors, declared markers under --strict-markers). Everything
+the tests need travels with them as hidden files."""
 
 from __future__ import annotations
 
@@ -9,24 +11,38 @@ from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
 from sandgym.private.fromrepo import FromRepoConfig, from_repo
 
 FILES = {
-    "pyproject.toml": "[project]\nname = 'shapes'\nversion = '0.1'\n",
-    "src/shapes/__init__.py": "from shapes.area import rect_area, square_area, total_area\n",
+    "pyproject.toml": (
+        "[project]\nname = 'shapes'\nversion = '0.1'\n\n[tool.pytest.ini_options]\n"
+        "addopts = '--strict-markers --cov=shapes -p no:cacheprovider'\nfilterwarnings = ['error']\n"
+        "markers = ['slow: a slow test']\ntestpaths = ['tests']\n"),
+    "src/shapes/__init__.py": "from shapes.area import legacy_area, rect_area, square_area, total_area\n",
     "src/shapes/area.py": (
         "def rect_area(w, h):\n    \"\"\"Area of a w x h rectangle.\"\"\"\n    return w * h\n\n\n"
         "def square_area(s):\n    \"\"\"Area of a square of side s.\"\"\"\n    return rect_area(s, s)\n\n\n"
         "def total_area(sizes):\n    \"\"\"Sum of the areas of (w, h) pairs.\"\"\"\n    total = 0\n"
-        "    for w, h in sizes:\n        total += rect_area(w, h)\n    return total\n"),
+        "    for w, h in sizes:\n        total += rect_area(w, h)\n    return total\n\n\n"
+        "def legacy_area(w, h):\n    \"\"\"Deprecated: rect_area.\"\"\"\n    import warnings\n\n"
+        "    warnings.warn('use rect_area', DeprecationWarning)\n    return rect_area(w, h)\n"),
     "tests/__init__.py": "",
     "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef unit_square():\n    return (1, 1)\n",
     "tests/helpers.py": "def read_sizes(path):\n    return [tuple(map(int, line.split())) for line in open(path)]\n",
     "tests/data/sizes.txt": "2 3\n4 5\n",
     "tests/unit/__init__.py": "",
     "tests/unit/test_area.py": (
-        "from pathlib import Path\n\nfrom shapes import rect_area, square_area, total_area\n\n"
+        "from pathlib import Path\n\nimport pytest\n\nfrom shapes import legacy_area, rect_area, square_area, total_area\n\n"
         "from ..helpers import read_sizes\n\nDATA = Path(__file__).parent.parent / 'data' / 'sizes.txt'\n\n\n"
         "def test_rect(unit_square):\n    assert rect_area(*unit_square) == 1\n    assert rect_area(2, 3) == 6\n\n\n"
         "def test_square():\n    assert square_area(3) == 9\n\n\n"
-        "def test_total_from_data():\n    assert total_area(read_sizes(DATA)) == 26\n"),
+        "def test_total_from_data():\n    assert total_area(read_sizes(DATA)) == 26\n\n\n"
+        "@pytest.mark.slow\ndef test_legacy_warns():  # passes only with the project's filterwarnings = error\n"
+        "    with pytest.raises(DeprecationWarning):\n        legacy_area(1, 2)\n"),
+    "tests/unit/test_base.py": (
+        "from shapes import square_area\n\n\nclass TestSquares:\n    factor = 1\n\n"
+        "    def test_square_scaled(self):\n        assert square_area(2 * self.factor) == 4 * self.factor ** 2\n"),
+    "tests/unit/test_scaled.py": (
+        "from shapes import rect_area\nfrom tests.unit.test_base import TestSquares\n\n\n"
+        "class TestScaled(TestSquares):\n    factor = 3\n\n"
+        "    def test_rect_scaled(self):\n        assert rect_area(self.factor, 2) == 2 * self.factor\n"),
 }
 
 
@@ -47,14 +63,33 @@ def made(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-d
 
 
 def test_baseline_collects_and_passes_everything(made) -> None:  # type: ignore[no-untyped-def]
-    assert made.baseline["collected"] == made.baseline["passed"] == 3, made.baseline
+    assert made.baseline["collected"] == made.baseline["passed"] == 8, made.baseline
+    cfg = made.baseline["pytest_config"]
+    assert cfg["source"] == "pyproject.toml [tool.pytest.ini_options]"
+    assert cfg["options"] == {"filterwarnings": "error", "markers": "slow: a slow test", "addopts": "--strict-markers"}
+    assert any(d.startswith("--cov=shapes") for d in cfg["dropped"]) and any(d.startswith("testpaths") for d in
+                                                                             cfg["dropped"])
+
+
+def test_the_projects_pytest_configuration_decides_tasks(made) -> None:  # type: ignore[no-untyped-def]
+    legacy = [t for t in made.tasks if t.metadata["function"] == "legacy_area"]
+    assert legacy, made.report()["discards"]
+    for t in legacy:
+        assert "filterwarnings = error" in t.verifier.tests["pytest.ini"]
+
+
+def test_a_test_module_imported_by_another_travels_with_it(made) -> None:  # type: ignore[no-untyped-def]
+    scaled = [t for t in made.tasks if "tests/unit/test_scaled.py" in t.verifier.tests]
+    assert scaled, made.report()["discards"]
+    for t in scaled:
+        assert "class TestSquares" in t.verifier.tests["tests/unit/test_base.py"]
 
 
 def test_tasks_carry_what_the_tests_need(made) -> None:  # type: ignore[no-untyped-def]
     assert made.tasks, made.report()["discards"]
     for t in made.tasks:
         hidden = set(t.verifier.tests)
-        assert {"tests/conftest.py", "tests/helpers.py", "tests/data/sizes.txt", "tests/unit/test_area.py"} <= hidden
+        assert {"tests/conftest.py", "tests/helpers.py", "tests/data/sizes.txt", "pytest.ini"} <= hidden
         assert "shapes/area.py" in t.files and not any(p.startswith("tests/") for p in t.files)
 
 

@@ -344,6 +344,15 @@ def test_run_tests_parses_the_report_and_hides_the_tests_outside_the_workspace()
     assert WORKDIR not in re.search(r"--junitxml=(\S+)", pytest_cmd).group(1)  # type: ignore[union-attr]
 
 
+def test_run_tests_applies_the_tasks_own_pytest_ini_and_conftest() -> None:
+    sdk = _grading_sdk(JUNIT_OK)
+    make(sdk).run_tests({"pytest.ini": "[pytest]\n", "tests/conftest.py": "", "tests/test_sol.py": "..."}, expected=3)
+    pytest_cmd = next(c for c in sdk.cmds if "pytest" in c)
+    grade = re.search(r"--rootdir (\S+)", pytest_cmd).group(1)  # type: ignore[union-attr]
+    assert f"-c {grade}/pytest.ini" in pytest_cmd and f"--confcutdir {grade}" in pytest_cmd
+    assert "--noconftest" not in pytest_cmd
+
+
 def test_exit_zero_without_a_report_scores_nothing() -> None:
     rep = make(_grading_sdk(None, exit_code=0)).run_tests({"test_sol.py": "..."}, expected=2)
     assert rep.exec is not None and rep.exec.exit_code == 0

@@ -63,3 +63,18 @@ def test_hidden_set_needs_a_test_file(sb: LocalSandbox) -> None:
         sb.run_tests({"tests/conftest.py": ""}, expected=1)
     with pytest.raises(ValueError, match="inside the workspace|relative path"):
         sb.run_tests({"../test_x.py": ""}, expected=1)
+
+
+def test_a_root_pytest_ini_among_the_hidden_files_is_the_one_pytest_runs_with(sb: LocalSandbox) -> None:
+    warns = ("import warnings\n\nimport pytest\n\n\n@pytest.mark.slow\ndef test_warns_as_error():\n"
+             "    with pytest.raises(UserWarning):\n        warnings.warn('x')\n")
+    ini = "[pytest]\nfilterwarnings = error\nmarkers = slow: a slow test\naddopts = --strict-markers\n"
+    sb.write_file("pytest.ini", "[pytest]\naddopts = -p no:python\n")  # the workspace's never applies
+    try:
+        assert sb.run_tests({"pytest.ini": ini, "tests/test_w.py": warns}, expected=1, isolation="in-process").passed == 1
+        without = sb.run_tests({"tests/test_w.py": warns}, expected=1, isolation="in-process")
+        assert without.passed == 0 and without.reported == 1  # no warning filter: nothing raised
+    finally:
+        sb.exec("rm -f pytest.ini")
+    with pytest.raises(ValueError, match="only at their root"):
+        sb.run_tests({"tests/pytest.ini": ini, "tests/test_w.py": warns}, expected=1)

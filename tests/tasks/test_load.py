@@ -96,6 +96,20 @@ def test_semantic_problems(tmp_path: Path) -> None:
     assert {(1, "verifier.tests"), (1, "verifier.expected_tests"), (2, "verifier.tests"), (3, "files")} <= found
 
 
+def test_hidden_pytest_ini_only_at_the_root_and_with_a_pytest_section(tmp_path: Path) -> None:
+    def rec(i: int, ini_path: str, ini: str) -> dict:  # type: ignore[type-arg]
+        return _good() | {"id": f"t{i}", "verifier": {"kind": "tests", "expected_tests": 1, "tests": {
+            ini_path: ini, "test_x.py": "def test_a():\n    pass\n"}}}
+
+    path = tmp_path / "ini.jsonl"
+    recs = (rec(1, "pytest.ini", "[pytest]\nfilterwarnings = error\n"), rec(2, "tests/pytest.ini", "[pytest]\n"),
+            rec(3, "pytest.ini", "filterwarnings = error\n"))
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    problems = validate_path(path)
+    assert [(p.line, p.field) for p in problems] == [(2, "verifier.tests"), (3, "verifier.tests")]
+    assert "below the root" in problems[0].message and "[pytest]" in problems[1].message
+
+
 def test_folder_problems_have_toml_lines(tmp_path: Path) -> None:
     folder = tmp_path / "t"
     (folder / "tests").mkdir(parents=True)
