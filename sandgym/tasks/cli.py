@@ -45,7 +45,9 @@ def add_commands(subparsers: Any) -> Any:
                    help="humaneval | mbpp | harbor (harbor is registered by sandgym.interop)")
     p.add_argument("-o", "--out", required=True, help="output .jsonl")
     p.add_argument("--split", default="heldout", choices=["train", "heldout"])
-    p.add_argument("--verify", action="store_true", help="run every reference against its tests in the sandbox")
+    p.add_argument("--check-references", "--verify", dest="verify", action="store_true",
+                   help="run every imported reference through its verifier in the sandbox; write nothing and exit 1 "
+                        "if any does not pass")
     p.add_argument("--backend", default="local", help="sandbox backend for --verify (default: local)")
     p.set_defaults(func=cmd_import)
     return sub

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sandgym.cli import main
 from sandgym.errors import TaskError
 from sandgym.sandbox import protocol
 from sandgym.tasks.importers import (
@@ -125,3 +126,33 @@ def test_check_reference_match_task() -> None:
     (task,) = load_suite("long_context/needle:train@1", difficulty=1)
     with FixedReportSandbox(0) as box:
         assert check_reference(task, box).ok
+
+
+MBPP_SETUP = [
+    {"task_id": 927, "text": "Write a function to find the height of the given binary tree.",
+     "code": "class Node:\n    def __init__(self, data):\n        self.data, self.left, self.right = data, None, None\n\n"
+             "def max_height(node):\n    if node is None:\n        return 0\n"
+             "    return 1 + max(max_height(node.left), max_height(node.right))\n",
+     "test_setup_code": "root = Node(1)\nroot.left = Node(2)\nroot.left.left = Node(4)\nlone = Node(7)\n"
+                        "depth_two = max_height(root.left)",
+     "test_list": ["assert max_height(root) == 3", "assert max_height(lone) == 1", "assert depth_two == 2"]},
+]
+
+
+def test_mbpp_setup_code_runs_before_the_asserts_with_the_solutions_names(tmp_path: Path) -> None:
+    path = tmp_path / "mbpp_setup.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in MBPP_SETUP))
+    (task,) = import_mbpp(path)
+    src = task.verifier.tests["test_max_height.py"]
+    assert "from solution import Node, max_height\n\nroot = Node(1)" in src
+    out = tmp_path / "out.jsonl"
+    try:
+        assert main(["tasks", "import", str(path), "--format", "mbpp", "-o", str(out), "--check-references"]) == 0
+    except Exception as exc:  # pragma: no cover - no namespaces here
+        pytest.skip(f"local sandbox unavailable: {exc}")
+    assert load_jsonl(out)[0].verifier.expected_tests == 3
+    bad = [MBPP_SETUP[0] | {"test_list": ["assert max_height(root) == 4"]}]
+    path.write_text(json.dumps(bad[0]) + "\n")
+    out.unlink()
+    assert main(["tasks", "import", str(path), "--format", "mbpp", "-o", str(out), "--check-references"]) == 1
+    assert not out.exists()

@@ -30,7 +30,9 @@ def entry_point(code: str, tests: list[str]) -> str | None:
 
 
 def mbpp_tests(code: str, tests: list[str], setup: str = "") -> str:
-    joined = "\n".join(tests)
+    """The hidden test module: one test per assert, after ``test_setup_code`` (run in the test module, as MBPP's
+    harness runs it before the asserts); the solution's names that the asserts or the setup use are imported."""
+    joined = "\n".join([*tests, setup])
     names = [n for n in defined_names(code) if re.search(rf"\b{re.escape(n)}\b", joined)]
     imports = [f"import {m}" for m in _MODULES if re.search(rf"\b{m}\.", joined)]
     lines = [*imports, f"from solution import {', '.join(names)}", ""]
