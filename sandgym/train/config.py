@@ -28,6 +28,13 @@ class ModelConfig:
     lora_dropout: float = 0.0
     target_modules: tuple[str, ...] = ()
     """Empty: sensible defaults for the architecture (all attention and MLP projections)."""
+    inference: str = ""
+    """``http://HOST:PORT`` of a vLLM-compatible server (``vllm serve --enable-lora``, ``sandgym serve-model``)
+    serving this same base model: rollouts are generated there, the learner stays here, and every step's adapter is
+    hot-loaded under a versioned name (docs/SCALING.md). Empty: generate in this process."""
+    inference_adapter_dir: str = ""
+    """Where published adapters are written for the server to load; it must see the same path (default
+    ``RUN_DIR/served_adapters``)."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,10 @@ def validate(c: TrainConfig) -> None:
     if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
         raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
     _validate_distributed(c.distributed, bad)
+    if c.model.inference and not c.model.inference.startswith(("http://", "https://")):
+        raise bad("model.inference", c.model.inference, 'use the server\'s address, e.g. "http://127.0.0.1:8000"')
+    if c.model.inference and c.distributed.backend != "local":
+        raise bad("model.inference", c.model.inference, 'generation on a server needs distributed.backend = "local"')
     if c.eval.every < 0 or c.eval.n_tasks < 1 or c.eval.samples < 1 or c.eval.temperature <= 0:
         raise bad("eval", (c.eval.every, c.eval.n_tasks, c.eval.samples, c.eval.temperature),
                   "every >= 0 (0: off), n_tasks >= 1, samples >= 1 and temperature > 0")

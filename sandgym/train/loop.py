@@ -44,6 +44,7 @@ from sandgym.train.distributed.ray_backend import DispatchHook, RayBackend
 from sandgym.train.domains import DomainMixer
 from sandgym.train.logger import MetricsLogger
 from sandgym.train.metrics import step_metrics
+from sandgym.train.server_backend import ServerBackend
 from sandgym.train.sft import initial_adapter
 from sandgym.train.step import batch_samples
 
@@ -118,6 +119,8 @@ def run(config: TrainConfig, *, resume: bool = False, on_eval: EvalHook | None =
     if config.distributed.backend == "ray":  # rollout workers on Ray (sandgym/train/distributed/)
         backend = RayBackend(config, policy, optimizer, mixer, init_adapter=init_adapter, start=start,
                              run_dir=run_dir, on_dispatch=on_dispatch)
+    elif config.model.inference:  # rollouts on a vLLM-compatible server ([model] inference)
+        backend = ServerBackend(config, policy, optimizer, mixer, run_dir=run_dir, start=start)
     else:
         backend = LocalBackend(config, policy, optimizer, mixer)
     last_ckpt = ckpt
