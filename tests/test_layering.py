@@ -7,7 +7,8 @@ Every import counts, including imports inside functions and under ``TYPE_CHECKIN
 - a cycle between files, or between subpackages (``sandgym.<pkg>``).
 
 ``private/`` is split by where its data belongs: task synthesis (``fromrepo``, ``mutations``, ``snapshot``,
-``scrub``) with tasks; ``judge`` and ``feedback`` (policies, trajectories) with agents; ``calibrate`` (loads
+``scrub``) with tasks; ``judge``, ``hybrid`` (the judged env wrapper) and ``feedback`` (policies, trajectories)
+with agents; ``calibrate`` (loads
 policies the way ``sandgym eval`` does) with evaluate; its command registration ``private.cli`` with the CLI.
 The package root ``sandgym/__init__.py`` registers the env ids with Gymnasium, so it sits with envs.
 """
@@ -26,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tasks", ("sandgym.tasks", "sandgym.private.fromrepo", "sandgym.private.snapshot",
                "sandgym.private.scrub", "sandgym.private")),
     ("envs", ("sandgym.envs", "sandgym")),
-    ("agents", ("sandgym.agents", "sandgym.private.judge", "sandgym.private.feedback")),
+    ("agents", ("sandgym.agents", "sandgym.private.judge", "sandgym.private.feedback", "sandgym.private.hybrid")),
     ("rollout", ("sandgym.rollout",)),
     ("interop", ("sandgym.interop",)),  # Harbor import, OpenEnv server, verifiers adapter (docs/INTEROP.md)
     ("train | evaluate", ("sandgym.train", "sandgym.evaluate", "sandgym.private.calibrate")),

@@ -27,6 +27,7 @@ from sandgym.evaluate.aggregate import split_transfer, summarize
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.policies import PolicyInfo
 from sandgym.evaluate.run import evaluate_policy, load_tasks
+from sandgym.experiments.judge_drift import maybe_recalibrate
 from sandgym.train.checkpoint import rng_state, set_rng_state
 from sandgym.train.config import TrainConfig
 
@@ -100,11 +101,19 @@ def load_curve(run_dir: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def training_hooks(config: TrainConfig, policy: Any, step: int, run_dir: Path) -> dict[str, Any] | None:
+    """The loop's ``on_eval`` hook: the judge's re-calibration (``sandgym/Judged-v0`` runs with
+    ``judge.calibrate_every``), then :func:`maybe_periodic_eval`."""
+    maybe_recalibrate(config, step, run_dir)
+    return maybe_periodic_eval(config, policy, step, run_dir)
+
+
 def train_with_eval(config: TrainConfig, *, resume: bool = False) -> Any:
-    """:func:`sandgym.train.loop.run` with :func:`maybe_periodic_eval` as its hook; returns its ``TrainResult``."""
+    """:func:`sandgym.train.loop.run` with :func:`training_hooks` as its hook; returns its ``TrainResult``."""
     from sandgym.train.loop import run  # torch
 
-    return run(config, resume=resume, on_eval=maybe_periodic_eval)
+    return run(config, resume=resume, on_eval=training_hooks)
 
 
-__all__ = ["CURVE", "due", "eval_config", "eval_suites", "load_curve", "maybe_periodic_eval", "train_with_eval"]
+__all__ = ["CURVE", "due", "eval_config", "eval_suites", "load_curve", "maybe_periodic_eval", "train_with_eval",
+           "training_hooks"]
