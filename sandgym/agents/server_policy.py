@@ -56,6 +56,19 @@ class ServerPolicy:
         name = served_name or next(c.id for c in client.models() if c.parent is None)
         return cls(client, tokenizer, model=name, **kwargs)
 
+    @classmethod
+    def from_server(cls, server: InferenceClient | str, model: str | None = None, **kwargs: Any) -> ServerPolicy:
+        """Sample from ``model`` (the base model or an adapter; default the base) of ``server``; the tokenizer is
+        the local copy of the base model the server names in ``/v1/models`` (its ``root``, else its id)."""
+        client = server if isinstance(server, InferenceClient) else InferenceClient(server)
+        cards = {c.id: c for c in client.models()}
+        name = model or next((c.id for c in cards.values() if c.parent is None), "")
+        card = cards.get(name)
+        if card is None:
+            raise ConfigError(f"model {model!r} is not served at {client.base_url}; served: {sorted(cards)}")
+        base = cards.get(card.parent, card) if card.parent else card
+        return cls.for_model(client, base.root or base.id, served_name=name, **kwargs)
+
     def select(self, model: str) -> None:
         """Name the base model or adapter version that later requests sample from."""
         self.model = model

@@ -26,12 +26,15 @@ class EvalConfig:
 
     ``policy`` / ``baseline``: ``smollm2-135m`` or another base model (hub id available offline or a local
     directory), a PEFT adapter directory, a training run directory (its latest checkpoint), an
-    OpenAI-compatible endpoint ``openai:BASE_URL[#MODEL]``, or a scripted agent ``oracle`` / ``noop`` / ``random``.
+    OpenAI-compatible endpoint ``openai:BASE_URL[#MODEL]`` (text), a vLLM-compatible server
+    ``server:http://HOST:PORT[#MODEL]`` (token ids and log-probs; MODEL a served adapter, default the base), or
+    a scripted agent ``oracle`` / ``noop`` / ``random``.
     ``suites``: built-in (``coding/strings:heldout``), plugin, imported JSONL, or a task folder.
     """
 
     policy: str = ""
-    """smollm2-135m, a model dir/hub id, an adapter dir, a run dir, openai:URL#MODEL, or oracle/noop/random."""
+    """smollm2-135m, a model dir/hub id, an adapter dir, a run dir, openai:URL#MODEL, server:URL#MODEL, or
+    oracle/noop/random."""
     suites: tuple[str, ...] = ()
     """Suite specs or task files (e.g. coding/strings:heldout)."""
     out: str = "runs/eval"

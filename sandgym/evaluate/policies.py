@@ -13,6 +13,7 @@ from sandgym.agents import scripted
 from sandgym.agents.models import missing_model_dir
 from sandgym.agents.openai import OpenAIPolicy
 from sandgym.agents.policy import ScriptedPolicy
+from sandgym.agents.server_policy import ServerPolicy
 from sandgym.configs import load_toml
 from sandgym.errors import ConfigError
 from sandgym.rollout.checkpoints import adapter_problem, newest_valid_checkpoint
@@ -66,6 +67,10 @@ def check_policy(spec: str) -> None:
     damaged adapter files, a run directory without a whole checkpoint."""
     if spec in SCRIPTED or spec.startswith("openai:"):
         return
+    if spec.startswith("server:"):
+        if not spec[len("server:"):].startswith(("http://", "https://")):
+            raise ConfigError(f"policy {spec!r}: write server:http://HOST:PORT[#MODEL] (a vLLM-compatible server)")
+        return
     if resolve_adapter_dir(spec) is not None:
         return
 
@@ -94,6 +99,10 @@ def load_policy(spec: str, *, model: str = "smollm2-135m") -> tuple[Any, PolicyI
         url, _, name = spec[len("openai:") :].partition("#")
         return OpenAIPolicy(base_url=url, model=name or "default"), PolicyInfo(spec, "endpoint", name or url)
     check_policy(spec)
+    if spec.startswith("server:"):  # token-level, on a vLLM-compatible server (vllm serve, sandgym serve-model)
+        url, _, name = spec[len("server:") :].partition("#")
+        served = ServerPolicy.from_server(url, name or None)
+        return served, PolicyInfo(spec, "server", served.model)
     from sandgym.agents.hf import HFPolicy
 
     adapter = resolve_adapter_dir(spec)

@@ -158,3 +158,17 @@ def test_cli_refuses_a_bad_max_loras(capsys: pytest.CaptureFixture[str]) -> None
 
     assert main(["serve-model", "--max-loras", "0"]) == 2
     assert "--max-loras 0" in capsys.readouterr().err
+
+
+def test_eval_through_the_server(server: RunningServer, tmp_path: Path) -> None:
+    import json
+
+    from sandgym.cli import main
+
+    out = tmp_path / "eval"
+    argv = ["eval", "--policy", f"server:{server.url}#{NAME}", "--suite", "coding/strings:heldout", "--n-tasks", "2",
+            "--samples", "1", "--max-turns", "1", "--max-new-tokens", "8", "--out", str(out)]
+    assert main(argv) == 0
+    rows = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    assert main(["eval", "--policy", "server:localhost:1", "--suite", "coding/strings:heldout"]) == 2
