@@ -73,13 +73,14 @@ class FakeSandbox:
     def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
         return self.exec([sys.executable, "-c", code], timeout=timeout)
 
-    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None,
+    def run_tests(self, tests: Mapping[str, str | bytes], *, expected: int, timeout: float | None = None,
                   isolation: str = "process") -> TestReport:
         self._tick()
         hidden = tempfile.mkdtemp(prefix="fakesb-tests-")
         try:
             for name, src in tests.items():
-                Path(hidden, name).write_text(src)
+                Path(hidden, name).parent.mkdir(parents=True, exist_ok=True)
+                Path(hidden, name).write_bytes(src.encode() if isinstance(src, str) else src)
             xml = Path(hidden, "report.xml")
             res = self.exec([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", hidden,
                              f"--junitxml={xml}", hidden], timeout=timeout or 60)

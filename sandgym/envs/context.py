@@ -85,8 +85,8 @@ class ToolContext:
         if self._sandbox is None:
             sandbox = self._factory(self.task)
             self._sandbox = sandbox
-            for path, text in self.task.files.items():
-                sandbox.write_file(path, text)
+            for path, data in self.task.workspace_files.items():
+                sandbox.write_file(path, data)
             for path, text in self.task.visible_tests.items():  # visible by definition; hidden ones never
                 if path not in self.task.files:
                     sandbox.write_file(path, text)

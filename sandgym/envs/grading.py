@@ -78,7 +78,7 @@ def grade(ctx: ToolContext, actions: Actions | None = None) -> Grade:
     ctx.end_agent()
     if v.kind == "tests":
         kw = isolation_kwargs(ctx.task)
-        report = ctx.sandbox.run_tests(v.tests, expected=v.expected_tests, **kw)
+        report = ctx.sandbox.run_tests(v.hidden_files, expected=v.expected_tests, **kw)
         wall = _record(ctx, report)
         passed, errors = _count(report)
         traps_passed = 0
@@ -133,7 +133,7 @@ def _grade_host(ctx: ToolContext, actions: Actions) -> Grade:
         return Grade(kind="host", task_error=str(exc))
     report, wall, task_error = None, 0.0, ""
     if v.tests:
-        report = ctx.sandbox.run_tests(v.tests, expected=v.expected_tests, **isolation_kwargs(task))
+        report = ctx.sandbox.run_tests(v.hidden_files, expected=v.expected_tests, **isolation_kwargs(task))
         wall = _record(ctx, report)
         task_error = _collection_failure(task, report)
     files = {}

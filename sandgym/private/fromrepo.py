@@ -35,7 +35,7 @@ from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
 from sandgym.tasks.load import save_jsonl
 from sandgym.tasks.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
-from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier
+from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier, encode_data
 
 log = logging.getLogger(__name__)
 
@@ -153,17 +153,23 @@ class _Runner:
     """
 
     def __init__(self, make: SandboxFactory, files: Mapping[str, str], timeout_s: float,
-                 support: Mapping[str, str] | None = None) -> None:
+                 support: Mapping[str, str] | None = None, data: Mapping[str, bytes] | None = None,
+                 support_data: Mapping[str, bytes] | None = None) -> None:
         self.make, self.files, self.timeout_s = make, files, timeout_s
+        self.data = dict(data or {})
+        """Binary package data, written into the workspace with the files."""
         self.support = dict(support or {})
         """The tests' conftest files, helpers and data: part of every hidden run, laid out as in the repo."""
+        self.support_data = dict(support_data or {})
+        """Binary files under test folders: hidden, beside the tests, in every run."""
         self.sb = self._fresh()
         self.restarts = 0
 
     def _fresh(self) -> Sandbox:
         sb = self.make(self.timeout_s)
-        for path, text in self.files.items():
-            sb.write_file(path, text)
+        content: dict[str, str | bytes] = {**self.data, **self.files}
+        for path, body in content.items():
+            sb.write_file(path, body)
         return sb
 
     def run(self, tests: Mapping[str, str], expected: int, swap: tuple[str, str] | None = None) -> TestReport:
@@ -171,7 +177,7 @@ class _Runner:
             if swap is not None:
                 self.sb.write_file(*swap)
             try:
-                return self.sb.run_tests({**self.support, **tests}, expected=max(expected, 1),
+                return self.sb.run_tests({**self.support_data, **self.support, **tests}, expected=max(expected, 1),
                                          timeout=self.timeout_s, isolation=REPO_ISOLATION)
             finally:
                 if swap is not None:
@@ -235,7 +241,7 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         support, r3 = scrubber.files(support)
         scrub_report = ScrubReport(r1.findings + r2.findings + r3.findings)
     make = sandbox_factory or _default_factory(config.backend, tuple(config.requirements))
-    runner = _Runner(make, files, config.timeout_s, support)
+    runner = _Runner(make, files, config.timeout_s, support, snap.data, snap.support_data)
     try:
         base = runner.run(tests, expected=1)
         if not base.report_found:
@@ -404,8 +410,10 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
         id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
         domain="coding", family=f"repo_{mutation.kind}", split=splits.get(target.file, "train"),  # type: ignore[arg-type]
         prompt=prompt,
-        verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected, isolation=REPO_ISOLATION),
+        verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected, isolation=REPO_ISOLATION,
+                          data=encode_data(snap.support_data)),
         files={**files, target.file: mutation.source},
+        data_files=encode_data(snap.data),
         reference=Reference(files={target.file: files[target.file]}),
         limits=TaskLimits(max_turns=12, exec_timeout_s=max(10.0, round(timeout_s)), episode_timeout_s=600.0),
         difficulty=difficulty,

@@ -1,13 +1,14 @@
 """Read a local Python repository into a small text snapshot: source files for the workspace, test files apart.
 
-Skipped (and reported): VCS and build folders, caches, virtual environments, docs and examples, binary or
-non-UTF-8 files, files over the size cap. A ``src/`` layout is flattened (``src/pkg/x.py`` -> ``pkg/x.py``) so
+Skipped (and reported): VCS and build folders, caches, virtual environments, docs and examples, compiled build
+outputs, binary files outside the package and its tests, files over the size cap. A ``src/`` layout is flattened (``src/pkg/x.py`` -> ``pkg/x.py``) so
 that the package imports from the workspace root, which is on ``sys.path`` when hidden tests run.
 
 Tests keep the repository's layout (``tests/unit/test_x.py`` stays that path), and what they need comes with them
 as hidden support files: ``conftest.py`` at every level (the root one too), helper modules, ``__init__.py`` files
-and text data files under test folders. The grader lays them out as they were, so fixtures, package-relative
-imports and data paths work. The repository's pytest configuration comes along as a root ``pytest.ini``
+and data files under test folders (binary ones as bytes). The grader lays them out as they were, so fixtures,
+package-relative imports and data paths work. Package data (non-Python files inside a package folder, text or
+binary, e.g. compiled locale catalogues) goes to the workspace with the package; compiled build outputs never do. The repository's pytest configuration comes along as a root ``pytest.ini``
 (``pytestcfg.py``).
 """
 
@@ -48,6 +49,10 @@ class Snapshot:
     """Workspace path -> repository path where they differ (``src/`` layout)."""
     pytest_config: PytestConfig | None = None
     """The repository's pytest settings (``pytest.ini``, ``pyproject.toml``, ``tox.ini`` or ``setup.cfg``)."""
+    data: Mapping[str, bytes] = field(default_factory=dict)
+    """Binary package data for the workspace (compiled locale catalogues, images), by workspace path."""
+    support_data: Mapping[str, bytes] = field(default_factory=dict)
+    """Binary files under test folders (ELF or image fixtures), by path: hidden like ``support``."""
 
     def repo_path(self, workspace_path: str) -> str:
         return self.renamed.get(workspace_path, workspace_path)
@@ -68,6 +73,15 @@ def _in_test_dir(rel: Path) -> bool:
     return any(part in TEST_DIRS for part in rel.parts[:-1])
 
 
+COMPILED = frozenset({".so", ".pyd", ".dll", ".dylib", ".pyc", ".pyo", ".o", ".a"})
+"""Build outputs: never carried (not portable, and rebuilt from source)."""
+
+
+def _in_package(base: Path, rel: Path) -> bool:
+    """Whether some folder above ``rel`` (inside the repository) is a Python package: its data files belong to it."""
+    return any((base / Path(*rel.parts[:i]) / "__init__.py").is_file() for i in range(1, len(rel.parts)))
+
+
 def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Snapshot:
     """Snapshot a repository folder; TaskError when it is not a folder or holds no Python source or tests."""
     base = Path(root).resolve()
@@ -77,6 +91,8 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
     files: dict[str, str] = {}
     tests: dict[str, str] = {}
     support: dict[str, str] = {}
+    data: dict[str, bytes] = {}
+    support_data: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
     skipped: list[tuple[str, str]] = []
     for path in sorted(base.rglob("*")):
@@ -87,19 +103,32 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
             skipped.append((rel.as_posix(), "symlink"))
             continue
         in_tests = _in_test_dir(rel) or rel.as_posix() == "conftest.py"
-        if not (path.suffix == ".py" or rel.name in TEXT_FILES or in_tests):
+        package_data = not in_tests and path.suffix != ".py" and _in_package(base, rel)
+        if not (path.suffix == ".py" or rel.name in TEXT_FILES or in_tests or package_data):
             continue
-        data = path.read_bytes()
-        if len(data) > max_file_bytes:
+        if path.suffix in COMPILED:
+            skipped.append((rel.as_posix(), "compiled build output"))
+            continue
+        raw = path.read_bytes()
+        if len(raw) > max_file_bytes:
             skipped.append((rel.as_posix(), f"over {max_file_bytes} bytes"))
             continue
-        if b"\0" in data:
-            skipped.append((rel.as_posix(), "binary"))
-            continue
+        ws = rel.as_posix()
+        if src_layout and rel.parts[0] == "src" and len(rel.parts) > 1:
+            ws = Path(*rel.parts[1:]).as_posix()
         try:
-            text = data.decode("utf-8")
+            text = raw.decode("utf-8") if b"\0" not in raw else None
         except UnicodeDecodeError:
-            skipped.append((rel.as_posix(), "not UTF-8"))
+            text = None
+        if text is None:  # binary: data the tests or the package read, carried as bytes
+            if in_tests:
+                support_data[rel.as_posix()] = raw
+            elif package_data:
+                data[ws] = raw
+                if ws != rel.as_posix():
+                    renamed[ws] = rel.as_posix()
+            else:
+                skipped.append((rel.as_posix(), "binary"))  # a binary .py, or outside the package and tests
             continue
         if is_test_file(rel):
             tests[rel.as_posix()] = text
@@ -111,16 +140,15 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
             support[rel.as_posix()] = text
             if _in_test_dir(rel):
                 continue  # the root conftest.py is also part of the project the agent sees
-        ws = rel.as_posix()
-        if src_layout and rel.parts[0] == "src" and len(rel.parts) > 1:
-            ws = Path(*rel.parts[1:]).as_posix()
+        if ws != rel.as_posix():
             renamed[ws] = rel.as_posix()
         files[ws] = text
     if not any(p.endswith(".py") for p in files):
         raise TaskError(f"{base}: no Python source files found (skipped: {len(skipped)}); point at a Python repo")
     if not tests:
         raise TaskError(f"{base}: no pytest files (test_*.py or *_test.py) found; from-repo needs the repo's tests")
-    return Snapshot(str(base), files, tests, support, tuple(skipped), renamed, read_pytest_config(base))
+    return Snapshot(str(base), files, tests, support, tuple(skipped), renamed, read_pytest_config(base), data,
+                    support_data)
 
 
 # ---- hidden-test selection ------------------------------------------------------------------------------------

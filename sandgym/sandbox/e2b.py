@@ -240,7 +240,7 @@ class E2BSandbox:
     # ---- grading ----------------------------------------------------------------------------------------
 
     def run_tests(
-        self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None, isolation: str = "process"
+        self, tests: Mapping[str, str | bytes], *, expected: int, timeout: float | None = None, isolation: str = "process"
     ) -> TestReport:
         """Run the hidden ``tests`` (name -> source) with pytest against the workspace; see ``Sandbox``.
 

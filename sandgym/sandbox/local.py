@@ -362,7 +362,7 @@ class LocalSandbox:
         """Run a Python program with fresh state, in a child forked from the warm worker (no new interpreter)."""
         return self._to_result(self._request({"op": "python", "code": code}, self._timeout(timeout)))
 
-    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None,
+    def run_tests(self, tests: Mapping[str, str | bytes], *, expected: int, timeout: float | None = None,
                   isolation: str = "process") -> TestReport:
         """Run hidden pytest files against the workspace; the report is structured, never an exit code.
 

@@ -55,14 +55,14 @@ def plain_test_file(source: str) -> bool:
     return tests > 0
 
 
-def plain_test_files(files: Mapping[str, str]) -> bool:
+def plain_test_files(files: Mapping[str, str | bytes]) -> bool:
     """Whether every file of a hidden-test set is a plain test module or a non-test helper (no conftest.py)."""
     for name, source in files.items():
         base = name.rsplit("/", 1)[-1]
         if base in ("conftest.py", "pytest.ini") or "/" in name:  # their own settings: pytest applies them
             return False
         if base.endswith(".py") and (base.startswith("test_") or base.endswith("_test.py")):
-            if not plain_test_file(source):
+            if not isinstance(source, str) or not plain_test_file(source):
                 return False
         elif base.endswith(".py"):
             return False  # a helper module: pytest's rootdir import rules decide what it shadows

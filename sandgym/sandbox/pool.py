@@ -74,7 +74,7 @@ class PooledSandbox:
     def run_python(self, code: str, *, timeout: float | None = None) -> ExecResult:
         return self._call(self.sandbox.run_python, code, timeout=timeout)
 
-    def run_tests(self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None,
+    def run_tests(self, tests: Mapping[str, str | bytes], *, expected: int, timeout: float | None = None,
                   **kwargs: Any) -> TestReport:
         return self._call(self.sandbox.run_tests, tests, expected=expected, timeout=timeout, **kwargs)
 

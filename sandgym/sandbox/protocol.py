@@ -147,9 +147,11 @@ class Sandbox(Protocol):
         ...
 
     def run_tests(
-        self, tests: Mapping[str, str], *, expected: int, timeout: float | None = None, isolation: str = "process"
+        self, tests: Mapping[str, str | bytes], *, expected: int, timeout: float | None = None,
+        isolation: str = "process",
     ) -> TestReport:
-        """Run pytest on hidden test files against the workspace.
+        """Run pytest on hidden test files (and the files beside them: text, or bytes for binary data) against the
+        workspace.
 
         The files are placed where the agent's code cannot write them, ``conftest.py`` and ``sitecustomize.py``
         in the workspace have no effect, and the report is structured (never an exit code alone). Backends that

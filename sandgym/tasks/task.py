@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import math
 import re
@@ -55,8 +57,17 @@ class Verifier:
     tests (always-equal objects, patched builtins and pytest tampering cannot score). ``in-process``: the tests
     import the agent's code into the grader's own process, for system tests that share environment variables,
     /tmp or sockets with the code under test; such tasks keep the in-process tampering limit (docs/SANDBOX.md)."""
+    data: Mapping[str, str] = field(default_factory=dict)
+    """Binary files the hidden tests read (ELF or image fixtures, compiled catalogues): path -> base64. They are
+    hidden like ``tests`` and laid out beside them."""
+
+    @property
+    def hidden_files(self) -> dict[str, str | bytes]:
+        """What a grading run gets: ``tests`` and the decoded ``data``."""
+        return {**decode_data(self.data, "verifier.data"), **self.tests}
 
     def __post_init__(self) -> None:
+        decode_data(self.data, "verifier.data")
         if self.isolation not in ISOLATIONS:
             raise TaskError(f"verifier.isolation={self.isolation!r} is not one of {ISOLATIONS}; use 'process' "
                             "unless the tests must share the solution's process")
@@ -119,6 +130,23 @@ def _default_limits() -> TaskLimits:
     return TaskLimits()
 
 
+def decode_data(data: Mapping[str, str], where: str) -> dict[str, bytes]:
+    """Binary files stored as base64 text (``data_files``, ``verifier.data``) -> bytes; TaskError names a bad one."""
+    out: dict[str, bytes] = {}
+    for path, text in data.items():
+        try:
+            out[path] = base64.b64decode(text, validate=True)
+        except (binascii.Error, TypeError, ValueError) as exc:
+            raise TaskError(f"{where}[{path!r}] is not base64 ({exc}); store binary files as "
+                            "base64.b64encode(data).decode()") from None
+    return out
+
+
+def encode_data(data: Mapping[str, bytes]) -> dict[str, str]:
+    """``decode_data``'s inverse."""
+    return {path: base64.b64encode(raw).decode("ascii") for path, raw in data.items()}
+
+
 @dataclass(frozen=True)
 class Reference:
     """A known-good solution: workspace files to write and/or a final answer to submit."""
@@ -176,10 +204,18 @@ class Task:
     """Python packages (pip requirement specifiers, e.g. ``"attrs>=23"``) that the agent's code and the tests
     need: built once on the host into a cached environment and mounted read-only first on the sandbox's Python
     path (``sandgym.sandbox.pyenv``). They come from the task author, never from the agent."""
+    data_files: Mapping[str, str] = field(default_factory=dict)
+    """Binary workspace files (compiled locale catalogues, images): path -> base64, written with ``files``."""
+
+    @property
+    def workspace_files(self) -> dict[str, str | bytes]:
+        """The starting workspace: ``files`` and the decoded ``data_files``."""
+        return {**decode_data(self.data_files, f"task {self.id}: data_files"), **self.files}
 
     def __post_init__(self) -> None:
         if not self.id:
             raise TaskError("task.id is empty; give every task a unique id")
+        decode_data(self.data_files, f"task {self.id}: data_files")
         if isinstance(self.requirements, str) or not all(isinstance(r, str) for r in self.requirements):
             raise TaskError(f"task {self.id}: requirements={self.requirements!r} must be a list of strings "
                             "such as ['attrs>=23']")

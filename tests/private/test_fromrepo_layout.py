@@ -43,7 +43,17 @@ FILES = {
         "from shapes import rect_area\nfrom tests.unit.test_base import TestSquares\n\n\n"
         "class TestScaled(TestSquares):\n    factor = 3\n\n"
         "    def test_rect_scaled(self):\n        assert rect_area(self.factor, 2) == 2 * self.factor\n"),
+    "src/shapes/scale.py": (
+        "from pathlib import Path\n\n\ndef unit_scale():\n    \"\"\"The scale in the package's binary data file.\"\"\"\n"
+        "    raw = (Path(__file__).parent / 'data' / 'scale.bin').read_bytes()\n    return raw[1] * raw[2]\n"),
+    "tests/unit/test_scale.py": (
+        "from pathlib import Path\n\nfrom shapes.scale import unit_scale\n\n\n"
+        "def test_scale_matches_the_binary_fixture():\n"
+        "    raw = (Path(__file__).parent.parent / 'data' / 'expected.bin').read_bytes()\n"
+        "    assert unit_scale() == raw[0]\n"),
 }
+BINARY = {"src/shapes/data/scale.bin": b"\x00\x02\x03\xff", "tests/data/expected.bin": b"\x06\x00\xfe",
+          "src/shapes/_speedups.so": b"\x7fELF\x00"}
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +68,15 @@ def made(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-d
     for path, text in FILES.items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text(text)
+    for path, raw in BINARY.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_bytes(raw)
     return from_repo(FromRepoConfig(repo=str(repo), out=str(repo / "out"), name="shapes", seed=0,
                                     kinds=("reimplement", "bugfix")))
 
 
 def test_baseline_collects_and_passes_everything(made) -> None:  # type: ignore[no-untyped-def]
-    assert made.baseline["collected"] == made.baseline["passed"] == 8, made.baseline
+    assert made.baseline["collected"] == made.baseline["passed"] == 9, made.baseline
     cfg = made.baseline["pytest_config"]
     assert cfg["source"] == "pyproject.toml [tool.pytest.ini_options]"
     assert cfg["options"] == {"filterwarnings": "error", "markers": "slow: a slow test", "addopts": "--strict-markers"}
@@ -76,6 +89,16 @@ def test_the_projects_pytest_configuration_decides_tasks(made) -> None:  # type:
     assert legacy, made.report()["discards"]
     for t in legacy:
         assert "filterwarnings = error" in t.verifier.tests["pytest.ini"]
+
+
+def test_binary_package_data_and_test_data_travel_as_bytes(made) -> None:  # type: ignore[no-untyped-def]
+    scale = [t for t in made.tasks if t.metadata["function"] == "unit_scale"]
+    assert scale, made.report()["discards"]
+    for t in made.tasks:
+        assert t.workspace_files["shapes/data/scale.bin"] == b"\x00\x02\x03\xff"
+        assert t.verifier.hidden_files["tests/data/expected.bin"] == b"\x06\x00\xfe"
+        assert "shapes/_speedups.so" not in t.workspace_files
+    assert ("src/shapes/_speedups.so", "compiled build output") in made.skipped
 
 
 def test_a_test_module_imported_by_another_travels_with_it(made) -> None:  # type: ignore[no-untyped-def]

@@ -21,6 +21,7 @@ from sandgym.tasks.load import (
     validate_path,
 )
 from sandgym.tasks.registry import load_suite
+from sandgym.tasks.task import Task, Verifier, encode_data
 from sandgym.tasks.validate import Problem
 
 
@@ -94,6 +95,18 @@ def test_semantic_problems(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps(r) for r in (rec, bad_name, escape)) + "\n")
     found = {(p.line, p.field) for p in validate_path(path)}
     assert {(1, "verifier.tests"), (1, "verifier.expected_tests"), (2, "verifier.tests"), (3, "files")} <= found
+
+
+def test_binary_files_round_trip_as_base64_and_bad_base64_is_named(tmp_path: Path) -> None:
+    task = Task(id="b", domain="coding", family="demo", split="train", prompt="Do it.",
+                files={"pkg/__init__.py": ""}, data_files=encode_data({"pkg/x.mo": b"\x00\xde"}),
+                verifier=Verifier(kind="tests", tests={"test_x.py": "def test_a(): pass\n"}, expected_tests=1,
+                                  data=encode_data({"data/elf": b"\x7fELF\x00"})))
+    (back,) = load_jsonl(save_jsonl([task], tmp_path / "b.jsonl"))
+    assert back == task and back.workspace_files["pkg/x.mo"] == b"\x00\xde"
+    assert back.verifier.hidden_files == {"data/elf": b"\x7fELF\x00", "test_x.py": "def test_a(): pass\n"}
+    with pytest.raises(TaskError, match=r"data_files\['pkg/x.mo'\] is not base64"):
+        dataclasses.replace(task, data_files={"pkg/x.mo": "not base64!"})
 
 
 def test_hidden_pytest_ini_only_at_the_root_and_with_a_pytest_section(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def check_reference(task: Task, sandbox: Sandbox, *, timeout: float | None = 60.
         return ReferenceCheck(task.id, ok, int(ok), 1, "" if ok else f"reference answer {ref.answer!r} does not "
                               f"match {v.answer!r} with matcher {v.matcher!r}")
     _clear(sandbox)
-    for path, text in {**task.files, **ref.files}.items():
+    for path, text in {**task.workspace_files, **ref.files}.items():
         sandbox.write_file(path, text)
     if v.kind == "script":
         return _check_script(task, sandbox, timeout)
@@ -46,7 +46,7 @@ def check_reference(task: Task, sandbox: Sandbox, *, timeout: float | None = 60.
         return ReferenceCheck(task.id, True, message=f"host-side verifier {v.host}: not run here; check it with "
                               "`sandgym run --agent oracle` on these tasks")
     kw = {} if v.isolation == "process" else {"isolation": v.isolation}
-    report = sandbox.run_tests(v.tests, expected=v.expected_tests, timeout=timeout, **kw)
+    report = sandbox.run_tests(v.hidden_files, expected=v.expected_tests, timeout=timeout, **kw)
     if report.all_passed:
         return ReferenceCheck(task.id, True, report.passed, report.expected)
     broken = [verifier_failure(task, o.message) for o in report.outcomes if o.outcome == "error" and "::" not in o.name]
