@@ -88,6 +88,7 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     errors = base.pop("collection_errors", [])
     why = base.pop("failures_by_reason", {})
     cfg = base.pop("pytest_config", None)
+    missing, network = base.pop("missing_modules", []), base.pop("network_errors", 0)
     print(f"baseline: {base}; secrets removed: {report['scrub']['by_kind'] or 'none'}")
     if cfg:
         print(f"  pytest configuration from {cfg['source']}: kept {sorted(cfg['options']) or 'nothing'}, "
@@ -96,6 +97,11 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
         print(f"  baseline collection error: {err}")
     for reason, n in why.items():
         print(f"  baseline failures ({n}): {reason}")
+    if missing:
+        print(f"  missing modules: {', '.join(missing)}: declare the packages with --requirement (-r), e.g. "
+              f"-r {missing[0]}")
+    if network:
+        print(f"  {network} baseline error line(s) need a network, which the sandbox does not have")
     print(f"wrote {Path(args.out) / TASKS_NAME} and {Path(args.out) / REPORT_NAME}")
     return 0 if result.made else 1
 

@@ -257,12 +257,25 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         baseline: dict[str, Any] = {"collected": base.reported, "passed": len(passing), "test_files": len(tests),
                                     "wall_s": wall, "collection_errors": errors[:20],
                                     "failures_by_reason": dict(why.most_common(10)),
+                                    **diagnose([*errors, *why]),
                                     "pytest_config": snap.pytest_config.to_json() if snap.pytest_config else None}
         runner.timeout_s = 3 * wall + 10.0
         made, discards, splits = _generate(config, snap, files, tests, base, passing, runner, scrubber)
     finally:
         runner.close()
     return FromRepoResult(tuple(made), tuple(discards), baseline, splits, scrub_report, len(files), snap.skipped)
+
+
+_NETWORK = re.compile(r"name resolution|Name or service not known|Network is unreachable|nodename nor servname|"
+                      r"getaddrinfo|Connection refused|urlopen error")
+
+
+def diagnose(reasons: list[str]) -> dict[str, Any]:
+    """What the baseline's error lines point at: ``missing_modules`` (install them with ``--requirement``) and
+    ``network_errors`` (the sandbox has no network: those tests cannot decide tasks)."""
+    missing = sorted({m.group(1).split(".")[0] for r in reasons
+                      for m in [re.search(r"No module named '([\w.]+)'", r)] if m})
+    return {"missing_modules": missing, "network_errors": sum(bool(_NETWORK.search(r)) for r in reasons)}
 
 
 def _last_error_line(message: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
-from sandgym.private.fromrepo import FromRepoConfig, from_repo
+from sandgym.private.fromrepo import FromRepoConfig, diagnose, from_repo
 
 FILES = {
     "pyproject.toml": (
@@ -126,3 +126,24 @@ def test_oracle_solves_and_noop_fails(made) -> None:  # type: ignore[no-untyped-
             assert not run_episode(env, NoopAgent(), t).success, t.id
     finally:
         env.close()
+
+
+def test_the_baseline_says_which_modules_are_missing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from sandgym.sandbox import LocalSandbox
+
+    try:
+        LocalSandbox().close()
+    except Exception as exc:
+        pytest.skip(f"local sandbox unavailable: {exc}")
+    files = {"calc.py": "def add(a, b):\n    return a + b\n",
+             "tests/test_ok.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+             "tests/test_frozen.py": "import freezegun_not_installed\nfrom calc import add\n\n\n"
+                                     "def test_add_frozen():\n    assert add(2, 2) == 4\n"}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    made = from_repo(FromRepoConfig(repo=str(tmp_path), out=str(tmp_path / "out"), kinds=("reimplement",)))
+    assert made.baseline["passed"] == 1 and made.baseline["missing_modules"] == ["freezegun_not_installed"]
+    assert any("freezegun_not_installed" in e for e in made.baseline["collection_errors"])
+    assert diagnose(["URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"]) == {
+        "missing_modules": [], "network_errors": 1}
