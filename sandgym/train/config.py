@@ -10,6 +10,7 @@ from typing import Any, Literal
 from sandgym.configs import load_dataclass
 from sandgym.errors import ConfigError
 from sandgym.rollout.spec import RolloutSpec
+from sandgym.train.trackers import TRACKERS
 
 # Copies of sandgym.train.advantages.ADVANTAGE_ESTIMATORS and sandgym.train.loss.LOSS_AGGREGATIONS (a test keeps
 # them equal): importing those modules imports torch, and config errors must be reported before torch loads.
@@ -99,6 +100,10 @@ class OptimConfig:
     warmup_steps: int = 0
     loss_explode: float = 1e4
     """Stop (keeping the last good checkpoint) when |loss| exceeds this or is NaN."""
+    activation_checkpointing: bool = False
+    """Keep only each decoder layer's input during the learner's (and SFT's) forward pass and recompute the rest in
+    the backward pass: memory grows with tokens x hidden size, not with every activation (long documents), for
+    about a third more learner time. Exact: same gradients, shared-prefix pass included."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,16 @@ class LoggingConfig:
     tensorboard: bool = True
     sample_trajectories: int = 4
     """Trajectories written per step to trajectories.jsonl for inspection."""
+    trackers: tuple[str, ...] = ()
+    """Experiment trackers besides TensorBoard: "trackio" (local-first) and/or "wandb" (WANDB_MODE=offline works
+    without a network); see sandgym/train/trackers.py."""
+    project: str = "sandgym"
+    """The trackers' project name."""
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.trackers if t not in TRACKERS]
+        if unknown:
+            raise ConfigError(f"logging.trackers={list(self.trackers)}: unknown {unknown}; choose from {TRACKERS}")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Run logging: metrics JSONL (one line per step), TensorBoard events, and sampled trajectories."""
+"""Run logging: metrics JSONL (one line per step), TensorBoard events, optional trackers (trackio, W&B), and
+sampled trajectories."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.agents.trajectory import Trajectory
+from sandgym.train.trackers import Tracker, make_trackers
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +19,9 @@ class MetricsLogger:
     """Appends metrics to ``metrics.jsonl``; on resume drops lines of steps after the checkpoint, so every step
     appears exactly once in the final file."""
 
-    def __init__(self, run_dir: Path, *, tensorboard: bool = True, keep_up_to_step: int | None = None) -> None:
+    def __init__(self, run_dir: Path, *, tensorboard: bool = True, keep_up_to_step: int | None = None,
+                 trackers: tuple[str, ...] = (), project: str = "sandgym",
+                 config: Mapping[str, Any] | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.metrics_path = self.run_dir / "metrics.jsonl"
         self.traj_path = self.run_dir / "trajectories.jsonl"
@@ -32,6 +36,7 @@ class MetricsLogger:
                 self._tb = SummaryWriter(str(self.run_dir / "tb"))
             except ImportError:  # tensorboard is optional
                 self._tb = None
+        self._trackers: list[Tracker] = make_trackers(trackers, self.run_dir, project, config or {})
 
     def log(self, metrics: Mapping[str, float]) -> None:
         with self.metrics_path.open("a", encoding="utf-8") as f:
@@ -41,6 +46,10 @@ class MetricsLogger:
             for k, v in metrics.items():
                 if k != "step" and isinstance(v, (int, float)):
                     self._tb.add_scalar(k, v, step)
+        if self._trackers:
+            scalars = {k: v for k, v in metrics.items() if k != "step" and isinstance(v, (int, float))}
+            for tracker in self._trackers:
+                tracker.log(scalars, int(metrics["step"]))
 
     def sample_trajectories(self, step: int, trajs: Sequence[Trajectory]) -> None:
         with self.traj_path.open("a", encoding="utf-8") as f:
@@ -50,6 +59,8 @@ class MetricsLogger:
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
+        for tracker in self._trackers:
+            tracker.close()
 
 
 def _parse(line: str) -> dict[str, Any] | None:

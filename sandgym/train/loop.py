@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from sandgym.agents.context_window import check_context
-from sandgym.configs import to_toml
+from sandgym.configs import to_dict, to_toml
 from sandgym.errors import ConfigError, SandgymError
 from sandgym.train import components
 from sandgym.train.backend import Backend, LocalBackend
@@ -114,7 +114,9 @@ def run(config: TrainConfig, *, resume: bool = False, on_eval: EvalHook | None =
             "on_eval=..., or set eval.every = 0")
     run_dir, ckpt, init_adapter, policy, optimizer, mixer, start = setup(config, resume)
     model = policy.model
-    logger = MetricsLogger(run_dir, tensorboard=config.logging.tensorboard, keep_up_to_step=start)
+    logger = MetricsLogger(run_dir, tensorboard=config.logging.tensorboard, keep_up_to_step=start,
+                           trackers=config.logging.trackers, project=config.logging.project,
+                           config=to_dict(config))
     backend: Backend
     if config.distributed.backend == "ray":  # rollout workers on Ray (sandgym/train/distributed/)
         backend = RayBackend(config, policy, optimizer, mixer, init_adapter=init_adapter, start=start,
