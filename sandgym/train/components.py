@@ -26,6 +26,10 @@ def build_policy(config: TrainConfig, *, adapter: str | None, trainable: bool = 
     policy = HFPolicy(m.name, lora=lora, adapter=adapter)
     if trainable:
         policy.model.train()
+        if config.optim.activation_checkpointing:
+            from sandgym.train.shared_prefix import set_activation_checkpointing  # torch, transformers
+
+            set_activation_checkpointing(policy.model, True)
     return policy
 
 

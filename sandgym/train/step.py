@@ -19,6 +19,7 @@ from sandgym.train.config import AlgorithmConfig, TrainConfig
 from sandgym.train.conflict import ConflictStats, pairwise_cosines, pcgrad
 from sandgym.train.domains import DomainMixer
 from sandgym.train.loss import policy_loss, token_logprobs
+from sandgym.train.shared_prefix import common_prefix, logits_after_shared_prefix, usable
 
 
 @dataclass(frozen=True)
@@ -75,15 +76,7 @@ class Batch:
 
 def shared_prefix(samples: Sequence[Sample]) -> int:
     """Length of the longest common prefix of the rows' tokens that ends at or before the first sampled token."""
-    limit = min(first_sampled(s) for s in samples)
-    ref = samples[0].token_ids
-    for s in samples[1:]:
-        ids = s.token_ids
-        k = 0
-        while k < limit and ids[k] == ref[k]:
-            k += 1
-        limit = k
-    return limit
+    return common_prefix([s.token_ids for s in samples], min(first_sampled(s) for s in samples))
 
 
 def first_sampled(s: Sample) -> int:
@@ -116,10 +109,6 @@ def collate(samples: Sequence[Sample], pad_id: int, device: torch.device | str =
     )
 
 
-MIN_SHARED_PREFIX = 16
-"""Shorter common prefixes are not worth the extra forward call."""
-
-
 def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -> torch.Tensor:
     """Log-probs [B, T-1] of the batch's targets under ``model`` (logits / temperature).
 
@@ -131,8 +120,8 @@ def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -
     b, n = batch.input_ids.shape
     sampled = batch.mask.any(0).nonzero()
     start = int(sampled[0]) if len(sampled) else n - 1
-    if b > 1 and batch.shared_prefix >= MIN_SHARED_PREFIX and _plain_cache(model):
-        logits = _logits_after_shared_prefix(model, batch, start)
+    if usable(model, b, batch.shared_prefix):
+        logits = logits_after_shared_prefix(model, batch.input_ids, batch.attention_mask, batch.shared_prefix, start)
     else:
         out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
                     logits_to_keep=n - start)
@@ -141,35 +130,6 @@ def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -
     if start == 0:
         return lp
     return torch.cat([lp.new_zeros((lp.shape[0], start)), lp], dim=1)
-
-
-def _plain_cache(model: torch.nn.Module) -> bool:
-    """The shared-prefix pass needs a plain per-token KV cache (no sliding window, no linear-attention state)."""
-    from sandgym.agents.sampler import reusable_cache
-
-    return reusable_cache(model)
-
-
-def _logits_after_shared_prefix(model: torch.nn.Module, batch: Batch, start: int) -> torch.Tensor:
-    """Logits [B, T-1-start, V] of positions ``start..T-2``: the shared prefix once (batch 1), its KV cache repeated
-    for every row, then each row's remaining tokens on top of it."""
-    from transformers import DynamicCache
-
-    from sandgym.agents.sampler import cache_kwarg
-
-    (b, n), k = batch.input_ids.shape, batch.shared_prefix
-    cache = DynamicCache(config=getattr(model, "config", None))
-    ckw = cache_kwarg(model)
-    head = model(input_ids=batch.input_ids[:1, :k], attention_mask=batch.attention_mask[:1, :k], use_cache=True,
-                 logits_to_keep=1, **{ckw: cache})
-    cache.batch_repeat_interleave(b)
-    pos = torch.arange(k, n, device=batch.input_ids.device).expand(b, -1)
-    tail = model(input_ids=batch.input_ids[:, k:], attention_mask=batch.attention_mask, position_ids=pos,
-                 use_cache=True, logits_to_keep=n - max(start, k), **{ckw: cache})
-    logits = tail.logits[:, :-1]
-    if start < k:  # the prefix's last position predicts the first sampled token (start == k - 1)
-        logits = torch.cat([head.logits[:, -1:].expand(b, -1, -1), logits], dim=1)
-    return logits
 
 
 @dataclass(frozen=True)

@@ -100,3 +100,21 @@ def test_per_step_advantages_train_and_differ_from_trajectory_mode(tiny_model_di
         run(cfg)
         shares[mode] = _first_turn_letter_share(tmp_path / mode)
     assert shares["per_step"] > shares["trajectory"] + 0.1, shares
+
+
+def test_activation_checkpointing_trains_the_same_adapter(tiny_model_dir, tmp_path):
+    """``optim.activation_checkpointing`` replays layers in the backward pass; the run is otherwise the same: same
+    rewards per step and the same adapter (up to float rounding)."""
+    from safetensors.torch import load_file
+
+    adapters, rewards = [], []
+    for ckpt in ("false", "true"):
+        cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path / ckpt, **{
+            "optim.steps": 3, "checkpoint.every": 3, "optim.activation_checkpointing": ckpt}))
+        result = run(cfg)
+        rewards.append([m["rollout/reward_mean"] for m in load_metrics(result.run_dir)])
+        adapters.append(load_file(str(result.last_checkpoint / "adapter_model.safetensors")))
+    assert rewards[0] == rewards[1]
+    assert adapters[0].keys() == adapters[1].keys()
+    for k in adapters[0]:
+        torch.testing.assert_close(adapters[0][k], adapters[1][k], atol=1e-5, rtol=1e-4)

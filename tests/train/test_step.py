@@ -86,11 +86,16 @@ def _group(shared: int, first: int):
     return rows
 
 
-@pytest.mark.parametrize(("shared", "first"), [(24, 30), (24, 24), (20, 40)])
-def test_shared_prefix_runs_once_and_matches_the_full_forward(policy, shared, first):
+@pytest.mark.parametrize(("shared", "first", "checkpointing"),
+                         [(24, 30, False), (24, 24, False), (20, 40, False), (24, 30, True), (24, 24, True)])
+def test_shared_prefix_runs_once_and_matches_the_full_forward(policy, shared, first, checkpointing):
+    """The same log-probs and gradients with the prefix run once, with and without activation checkpointing (whose
+    backward replays each layer: the prefix cache must give the replay what the first pass saw)."""
+    from sandgym.train.shared_prefix import set_activation_checkpointing
     from sandgym.train.step import collate, forward_logprobs
 
-    model = policy.model
+    model = policy.model.train()  # as in training (checkpointing acts in training mode only); LoRA dropout is 0
+    set_activation_checkpointing(model, checkpointing)
     with torch.no_grad():  # a non-zero adapter, so gradients reach lora_A too
         for n, p in model.named_parameters():
             if "lora_B" in n:
@@ -100,6 +105,9 @@ def test_shared_prefix_runs_once_and_matches_the_full_forward(policy, shared, fi
     prefill_rows = []
     hook = model.get_base_model().register_forward_pre_hook(
         lambda _m, _a, kw: prefill_rows.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    attn_calls = []  # inside the checkpointed layer: a replay calls it again
+    attn_hook = model.get_base_model().model.layers[0].self_attn.register_forward_pre_hook(
+        lambda _m, a: attn_calls.append(1))
     results = []
     for b in (batch, dataclasses.replace(batch, shared_prefix=0)):
         model.zero_grad()
@@ -108,6 +116,9 @@ def test_shared_prefix_runs_once_and_matches_the_full_forward(policy, shared, fi
         grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
         results.append((lp.detach(), grads))
     hook.remove()
+    attn_hook.remove()
+    set_activation_checkpointing(model, False)
+    assert len(attn_calls) == (6 if checkpointing else 3)  # prefix + rest + full, each replayed once
     n = batch.input_ids.shape[1]
     assert prefill_rows == [(1, shared), (4, n - shared), (4, n)]  # shared: the prefix once, then the rest
     (lp_s, g_s), (lp_f, g_f) = results
