@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     wheels, target = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("site")
+    src = tmp_path_factory.mktemp("src")  # a copy: setuptools' build/ in the checkout could hold stale modules
+    shutil.copytree(ROOT / "sandgym", src / "sandgym", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            "--disable-pip-version-check", "-w", str(wheels), str(ROOT)],
+                            "--disable-pip-version-check", "-w", str(wheels), str(src)],
                            capture_output=True, text=True, cwd=wheels)
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = wheels.glob("sandgym-*.whl")
