@@ -101,7 +101,9 @@ def bench(pkg: Package, work: Path, sandgym: str, max_tasks: int, seed: int) -> 
     for req in pkg.requirements:
         cmd += ["-r", req]
     code, text, wall = sh(cmd, log, timeout=3600)
-    row: dict[str, Any] = {"package": f"{pkg.name} {pkg.version}", "style": pkg.style,
+    commit = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    row: dict[str, Any] = {"package": f"{pkg.name} {pkg.version}", "style": pkg.style, "commit": commit,
                            "requirements": list(pkg.requirements), "from_repo_exit": code, "from_repo_s": round(wall),
                            "commands": [shlex.join(cmd)]}
     report_path = out / "from_repo_report.json"

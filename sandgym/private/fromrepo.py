@@ -213,8 +213,9 @@ def _candidates(snap: Snapshot, files: Mapping[str, str], seed: int, unreference
     per_file: list[list[Target]] = []
     for path in snap.source_files():
         found = find_targets(files[path], path)
-        targets = [t for t in found if t.name in words and not t.name.startswith("test")]
-        unreferenced += [Discard(f"{path}::{t.qualname}", "not_referenced_by_tests", "no test file names it")
+        targets = [t for t in found if _referenced(t, words)]
+        unreferenced += [Discard(f"{path}::{t.qualname}", "not_referenced_by_tests",
+                                 "no test file names it (or its class, for a special method)")
                          for t in found if t not in targets]
         random.Random(f"{seed}:{path}").shuffle(targets)
         if targets:
@@ -225,6 +226,18 @@ def _candidates(snap: Snapshot, files: Mapping[str, str], seed: int, unreference
         if bucket:
             yield bucket.pop(0)
         i += 1
+
+
+def _referenced(target: Target, words: set[str]) -> bool:
+    """Whether the tests name ``target``; a special method (``__getitem__``, ``__init__``, ...) runs through syntax
+    (``c[k]``, ``C()``), so naming its class is enough."""
+    if target.name.startswith("test"):
+        return False
+    return target.name in words or (_is_special(target) and target.qualname.split(".")[0] in words)
+
+
+def _is_special(target: Target) -> bool:
+    return target.is_method and target.name.startswith("__") and target.name.endswith("__")
 
 
 def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = None) -> FromRepoResult:
@@ -331,7 +344,8 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
          mutation: Mutation, passing: set[str], collected: Mapping[str, set[str]],
          instances: Counter[tuple[str, str]], broken: set[tuple[str, str]], runner: _Runner,
          splits: Mapping[str, str], scrubber: Scrubber) -> Task | Discard:
-    word = re.compile(rf"\b{re.escape(target.name)}\b")
+    names = [target.name] + ([target.qualname.split(".")[0]] if _is_special(target) else [])
+    word = re.compile("|".join(rf"\b{re.escape(n)}\b" for n in names))
     related = {n: tests[n] for n in _with_imports({n for n, s in tests.items() if word.search(s)}, tests)}
     swap = (target.file, mutation.source)
     found = runner.run(related, expected=1, swap=swap)
