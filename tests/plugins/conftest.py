@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sandgym.envs import host_verifiers
+from sandgym.envs.registration import register_plugins
 from sandgym.tasks import registry
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugin_env"
@@ -40,6 +41,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     sys.path.insert(0, str(target))
     importlib.invalidate_caches()
     _reset_plugin_caches()
+    register_plugins()  # `import sandgym` ran before the plugin was on sys.path
     yield target
     sys.path.remove(str(target))
     _reset_plugin_caches()

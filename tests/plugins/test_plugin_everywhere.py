@@ -82,3 +82,23 @@ def test_reward_hack_audit_of_the_plugin_suite(plugin_env, tmp_path) -> None:
                    plugin_env, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no attack scores above noop" in proc.stdout
+
+
+def test_training_rolls_out_in_the_plugin_env_and_logs_its_verifier(installed, tiny_model_dir, tmp_path) -> None:
+    from sandgym.experiments.periodic_eval import train_with_eval
+    from sandgym.train.config import load_config
+    from sandgym.train.metrics import load_metrics
+
+    overrides = {
+        "out_dir": json.dumps(str(tmp_path)), "model.name": json.dumps(str(tiny_model_dir)), "model.lora_r": 4,
+        "model.lora_alpha": 8, "rollout.env": json.dumps(STATS_ENV), "rollout.max_new_tokens": 8,
+        "rollout.max_turns": 1, "algorithm.group_size": 2, "optim.tasks_per_step": 2, "optim.steps": 2,
+        "optim.micro_batch": 4, "checkpoint.every": 2, "logging.tensorboard": "false",
+        "domains.mix": '[{suite = "stats:train", n_tasks = 2}]',
+    }
+    result = train_with_eval(load_config(None, [f"{k}={v}" for k, v in overrides.items()]))
+    assert [m["step"] for m in load_metrics(result.run_dir)] == [1, 2]
+    trajs = [json.loads(x) for x in (result.run_dir / "trajectories.jsonl").read_text().splitlines()]
+    assert trajs and all(t["domain"] == "stats" for t in trajs)
+    graded = [t for t in trajs if t["outcome"]]  # an episode the token budget cut was never graded
+    assert graded and all("plugin_example.stats@v1/parsed" in t["reward_components"] for t in graded)
