@@ -49,13 +49,13 @@ def _table(name: str, values: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _write_tree(root: Path, files: Mapping[str, str]) -> None:
+def _write_tree(root: Path, files: Mapping[str, str | bytes]) -> None:
     for rel, text in files.items():
         target = root / rel
         if root.resolve() not in target.resolve().parents:
             raise TaskError(f"file name {rel!r} leaves the task folder; use a relative path inside the workspace")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
 
 
 def write_folder(task: Task, folder: Path) -> Path:
@@ -77,8 +77,8 @@ def write_folder(task: Task, folder: Path) -> Path:
     if task.metadata:
         lines += ["", *_table("metadata", task.metadata)]
     (folder / "task.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _write_tree(folder / "files", task.files)
-    _write_tree(folder / "tests", v.tests)
+    _write_tree(folder / "files", task.workspace_files)  # binary files as they are (read back as binary data)
+    _write_tree(folder / "tests", v.hidden_files)
     _write_tree(folder / "visible_tests", task.visible_tests)
     _write_tree(folder / "traps", v.traps)
     if task.reference is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from sandgym.errors import TaskError
 from sandgym.tasks.folder import write_folder
-from sandgym.tasks.task import Task, build_task
+from sandgym.tasks.task import Task, build_task, encode_data
 from sandgym.tasks.validate import Problem, check_record, duplicate_ids, raise_problems
 
 try:
@@ -28,6 +28,8 @@ except ModuleNotFoundError:  # Python 3.10
 FOLDER_DIRS = {"files": "files", "tests": "verifier.tests", "visible_tests": "visible_tests",
                "traps": "verifier.traps", "reference": "reference.files"}
 """Sub-folder of a task folder -> the field its files fill."""
+BINARY_FIELDS = {"files": "data_files", "tests": "verifier.data"}
+"""Folders whose non-UTF-8 files are binary data (base64 in the record) rather than a problem."""
 
 
 def task_to_dict(task: Task) -> dict[str, Any]:
@@ -185,8 +187,10 @@ def _symlink_problem(path: Path, folder: Path, field: str) -> Problem | None:
     return None
 
 
-def _read_tree(root: Path, folder: Path, field: str, problems: list[Problem]) -> dict[str, str]:
-    """Text of every file under ``root`` by relative path; symlinks are followed only inside ``folder``."""
+def _read_tree(root: Path, folder: Path, field: str, problems: list[Problem],
+               binary: dict[str, bytes] | None = None) -> dict[str, str]:
+    """Text of every file under ``root`` by relative path; symlinks are followed only inside ``folder``. With
+    ``binary``, files that are not UTF-8 text go there as bytes instead of being a problem."""
     out: dict[str, str] = {}
     stack = [root]
     while stack:  # iterative, and symlinked directories are never walked into
@@ -212,6 +216,18 @@ def _read_tree(root: Path, folder: Path, field: str, problems: list[Problem]) ->
                     stack.append(p)
                 continue
             if not p.is_file():
+                continue
+            if binary is not None:
+                try:
+                    raw = p.read_bytes()
+                    if b"\0" in raw:
+                        raise UnicodeDecodeError("utf-8", raw, raw.index(b"\0"), len(raw), "NUL byte: binary")
+                    out[p.relative_to(root).as_posix()] = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    binary[p.relative_to(root).as_posix()] = raw
+                except OSError as exc:
+                    problems.append(Problem(str(p), None, field, f"cannot read the file: {exc.strerror or exc}",
+                                            "check that it exists and is readable"))
                 continue
             text, found = read_text(p, field)
             problems += found
@@ -255,7 +271,13 @@ def folder_record(folder: Path) -> tuple[dict[str, Any] | None, list[Problem], A
             continue
         if not (folder / sub).is_dir():
             continue
-        found = _read_tree(folder / sub, folder, field, problems)
+        binary: dict[str, bytes] | None = {} if sub in BINARY_FIELDS else None
+        found = _read_tree(folder / sub, folder, field, problems, binary)
+        if binary:  # binary workspace files and test fixtures, as the record stores them (base64)
+            bhead, _, bkey = BINARY_FIELDS[sub].rpartition(".")
+            btarget = data.setdefault(bhead, {}) if bhead else data
+            if isinstance(btarget, dict):
+                btarget[bkey] = {**encode_data(binary), **(btarget.get(bkey) or {})}
         head, _, key = field.rpartition(".")
         target = data.setdefault(head, {}) if head else data
         if not isinstance(target, dict):

@@ -105,6 +105,8 @@ def test_binary_files_round_trip_as_base64_and_bad_base64_is_named(tmp_path: Pat
     (back,) = load_jsonl(save_jsonl([task], tmp_path / "b.jsonl"))
     assert back == task and back.workspace_files["pkg/x.mo"] == b"\x00\xde"
     assert back.verifier.hidden_files == {"data/elf": b"\x7fELF\x00", "test_x.py": "def test_a(): pass\n"}
+    (folder,) = load_folder(save_folder(task, tmp_path / "b"))  # as plain files in files/ and tests/
+    assert folder == task and (tmp_path / "b" / "tests" / "data" / "elf").read_bytes() == b"\x7fELF\x00"
     with pytest.raises(TaskError, match=r"data_files\['pkg/x.mo'\] is not base64"):
         dataclasses.replace(task, data_files={"pkg/x.mo": "not base64!"})
 
