@@ -26,10 +26,11 @@ from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import (
     DEFAULT_MAX_FILE_BYTES,
     Snapshot,
-    imported_tests,
+    keys_with_imports,
     read_repo,
     select_tests,
     test_key,
+    with_imported_tests,
 )
 from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
@@ -346,7 +347,7 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
          splits: Mapping[str, str], scrubber: Scrubber) -> Task | Discard:
     names = [target.name] + ([target.qualname.split(".")[0]] if _is_special(target) else [])
     word = re.compile("|".join(rf"\b{re.escape(n)}\b" for n in names))
-    related = {n: tests[n] for n in _with_imports({n for n, s in tests.items() if word.search(s)}, tests)}
+    related = {n: tests[n] for n in with_imported_tests({n for n, s in tests.items() if word.search(s)}, tests)}
     swap = (target.file, mutation.source)
     found = runner.run(related, expected=1, swap=swap)
     if not found.report_found:
@@ -360,7 +361,7 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
         return Discard("", reason, "no baseline-passing test fails on the starting state")
     hidden: dict[str, str] = {}
     expected = 0
-    for f, keys in _keys_with_imports(keep, tests).items():
+    for f, keys in keys_with_imports(keep, tests).items():
         hidden[f] = select_tests(tests[f], keys, collected[f])
         expected += sum(instances[(f, k)] for k in keys)
     ref = runner.run(hidden, expected)
@@ -375,40 +376,6 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
         return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
     return _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
                  sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s)
-
-
-def _with_imports(names: set[str], tests: Mapping[str, str]) -> set[str]:
-    """``names`` and every test module they import, transitively (``from test_pkg.test_base import TestBase``)."""
-    todo, seen = list(names), set(names)
-    while todo:
-        name = todo.pop()
-        for dep in imported_tests(name, tests[name], tests):
-            if dep not in seen:
-                seen.add(dep)
-                todo.append(dep)
-    return seen
-
-
-def _keys_with_imports(keep: set[tuple[str, str]], tests: Mapping[str, str]) -> dict[str, set[str]]:
-    """Test keys to keep per file: ``keep``, plus what other kept files import from test modules.
-
-    A test module that another one imports is shipped too; a class imported from it keeps the tests that the
-    importing file keeps by method name (its subclasses inherit them), the rest of its tests are dropped.
-    """
-    keys: dict[str, set[str]] = defaultdict(set)
-    for f, k in keep:
-        keys[f].add(k)
-    changed = True
-    while changed:
-        changed = False
-        for f in list(keys):
-            methods = {k.rpartition("::")[2] for k in keys[f] if "::" in k}
-            for dep, names in imported_tests(f, tests[f], tests).items():
-                extra = {f"{n}::{m}" for n in names for m in methods} - keys[dep]
-                if extra or dep not in keys:
-                    keys[dep] |= extra
-                    changed = True
-    return dict(sorted(keys.items()))
 
 
 def _prompt(target: Target, mutation: Mutation, failing: list[str]) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,3 +231,37 @@ def imported_tests(path: str, source: str, tests: Mapping[str, str]) -> dict[str
             if other != path and (other == suffix or other.endswith("/" + suffix)):
                 found.setdefault(other, set()).update(names)
     return found
+
+
+def with_imported_tests(names: set[str], tests: Mapping[str, str]) -> set[str]:
+    """``names`` and every test module they import, transitively (``from test_pkg.test_base import TestBase``)."""
+    todo, seen = list(names), set(names)
+    while todo:
+        name = todo.pop()
+        for dep in imported_tests(name, tests[name], tests):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def keys_with_imports(keep: set[tuple[str, str]], tests: Mapping[str, str]) -> dict[str, set[str]]:
+    """Test keys to keep per file: ``keep``, plus what other kept files import from test modules.
+
+    A test module that another one imports is shipped too; a class imported from it keeps the tests that the
+    importing file keeps by method name (its subclasses inherit them), the rest of its tests are dropped.
+    """
+    keys: dict[str, set[str]] = defaultdict(set)
+    for f, k in keep:
+        keys[f].add(k)
+    changed = True
+    while changed:
+        changed = False
+        for f in list(keys):
+            methods = {k.rpartition("::")[2] for k in keys[f] if "::" in k}
+            for dep, names in imported_tests(f, tests[f], tests).items():
+                extra = {f"{n}::{m}" for n in names for m in methods} - keys[dep]
+                if extra or dep not in keys:
+                    keys[dep] |= extra
+                    changed = True
+    return dict(sorted(keys.items()))
