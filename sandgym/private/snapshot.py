@@ -177,6 +177,7 @@ def select_tests(source: str, keep: set[str], collected: set[str]) -> str:
                 needed.add(base.id)
                 todo.append(base.id)
     collected_methods = {k.rpartition("::")[2] for k in collected if "::" in k}
+    keep = keep | _tests_used_as_helpers(tree, keep, collected, needed)
     drop: list[tuple[int, int]] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in collected \
@@ -193,6 +194,20 @@ def select_tests(source: str, keep: set[str], collected: set[str]) -> str:
         indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
         lines[start - 1:end] = [f"{indent}pass\n"] if indent else []
     return "".join(lines)
+
+
+def _tests_used_as_helpers(tree: ast.Module, keep: set[str], collected: set[str], needed: set[str]) -> set[str]:
+    """Collected test functions that kept tests call (``def test_b(): test_a(check=other)``): they must stay."""
+    funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    todo = [n for n in tree.body if (isinstance(n, ast.ClassDef) and n.name in needed) or
+            (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in keep)]
+    found: set[str] = set()
+    while todo:
+        for name in {n.id for n in ast.walk(todo.pop()) if isinstance(n, ast.Name)}:
+            if name in collected and name in funcs and name not in keep and name not in found:
+                found.add(name)
+                todo.append(funcs[name])
+    return found
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:

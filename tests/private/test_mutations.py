@@ -116,6 +116,13 @@ def test_select_tests_keeps_only_chosen_and_helpers() -> None:
     assert "class TestBase" not in only_a and "class TestChild" not in only_a
 
 
+def test_select_tests_keeps_a_test_that_a_kept_test_calls() -> None:
+    src = ("def test_valid(check=len, empty=0):\n    assert check([]) == empty\n\n\n"
+           "def test_partial():\n    test_valid(check=lambda x: 0)\n\n\ndef test_other():\n    pass\n")
+    out = select_tests(src, {"test_partial"}, {"test_valid", "test_partial", "test_other"})
+    assert "def test_valid" in out and "def test_partial" in out and "def test_other" not in out
+
+
 def test_snapshot_skips_and_flattens(tmp_path: Path) -> None:
     (tmp_path / "src" / "pkg").mkdir(parents=True)
     (tmp_path / "src" / "pkg" / "__init__.py").write_text("X = 1\n")
