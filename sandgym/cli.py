@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from sandgym import __version__
 from sandgym.errors import SandgymError
+from sandgym.interop.cli import add_tasks_export
 from sandgym.private.cli import add_from_repo
 
 # Each module defines ``add_commands(subparsers)``; handlers are set with ``set_defaults(func=...)`` and return
@@ -34,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         added = importlib.import_module(name).add_commands(sub)
-        if name == "sandgym.tasks.cli":  # `tasks from-repo` lives in sandgym.private, above tasks
+        if name == "sandgym.tasks.cli":  # `tasks from-repo` (sandgym.private), `tasks export` (sandgym.interop)
             add_from_repo(added)
+            add_tasks_export(added)
     return parser
 
 

@@ -1,17 +1,21 @@
 """``sandgym serve``: a sandgym env over OpenEnv's HTTP/WebSocket protocol; ``sandgym serve-model``: a model over
 vLLM's OpenAI-compatible API (heavy imports in the handlers).
 
-Importing this module also registers the ``harbor`` format of ``sandgym tasks import`` (``sandgym.interop``).
+Importing this module also registers the ``harbor`` format of ``sandgym tasks import`` (``sandgym.interop``);
+:func:`add_tasks_export` adds ``sandgym tasks export --format harbor``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 import sandgym.interop  # noqa: F401  (registers the harbor import format)
 from sandgym.errors import ConfigError
+from sandgym.interop.harbor_export import export_harbor
+from sandgym.tasks.registry import load_suite
 
 
 def add_commands(subparsers: Any) -> None:
@@ -33,6 +37,26 @@ def add_commands(subparsers: Any) -> None:
     m.add_argument("--port", type=int, default=8000)
     m.add_argument("--max-loras", type=int, default=4, help="LoRA adapters loaded at once")
     m.set_defaults(func=cmd_serve_model)
+
+
+def add_tasks_export(sub: Any) -> None:
+    """Register ``export`` on the ``sandgym tasks`` sub-parsers (called from :mod:`sandgym.cli`)."""
+    p = sub.add_parser("export", help="write a suite or task file as Harbor task directories")
+    p.add_argument("suite", help="suite spec (coding:heldout@8), a .jsonl file or a task folder (e.g. from-repo output)")
+    p.add_argument("--format", default="harbor", choices=["harbor"], help="output format (harbor)")
+    p.add_argument("-o", "--out", required=True, help="directory to write one task directory per task into")
+    p.add_argument("--n", type=int, default=None, help="tasks to take from a generated suite")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_tasks_export)
+
+
+def cmd_tasks_export(args: argparse.Namespace) -> int:
+    written, skipped = export_harbor(load_suite(args.suite, n=args.n, seed=args.seed), args.out)
+    for task_id, why in skipped.items():
+        print(f"skipped {task_id}: {why}", file=sys.stderr)
+    print(f"wrote {len(written)} Harbor task director{'y' if len(written) == 1 else 'ies'} to {args.out}"
+          + (f" ({len(skipped)} skipped)" if skipped else ""))
+    return 0 if written else 1
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

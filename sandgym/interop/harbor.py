@@ -158,7 +158,7 @@ def _pip_packages(command: str, context: Mapping[str, str], dropped: list[str]) 
                     if a.startswith("-"):
                         j += 1
                         continue
-                    if a.lower() not in ("pip", "setuptools", "wheel", "uv"):
+                    if a.lower() not in ("pip", "setuptools", "wheel", "uv", "pytest"):  # the sandbox has pytest
                         reqs.append(a)
                     j += 1
                 break
