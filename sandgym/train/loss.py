@@ -41,6 +41,10 @@ class LossParts:
     clip_frac: float
     tis_mean: float
     ratio_mean: float
+    tis_max: float = 1.0
+    """The largest importance weight ``exp(old - sampling)`` before the cap (how far the generator strayed)."""
+    tis_capped_frac: float = 0.0
+    """Share of sampled tokens whose weight was capped at ``tis_cap``."""
 
 
 def policy_loss(
@@ -74,7 +78,8 @@ def policy_loss(
     ratio = torch.exp(new_logp - old_logp)
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
     pg = -torch.minimum(ratio * advantages, clipped * advantages)
-    tis = torch.clamp(torch.exp(old_logp - sampling_logp), max=tis_cap).detach()
+    weight = torch.exp(old_logp - sampling_logp).detach()
+    tis = torch.clamp(weight, max=tis_cap)
     per_token = pg * tis
     kl = torch.zeros_like(new_logp)
     if beta > 0.0 and ref_logp is not None:
@@ -92,6 +97,8 @@ def policy_loss(
             clip_frac=float(clip_frac),
             tis_mean=float((tis * mask).sum() / n),
             ratio_mean=float((ratio * mask).sum() / n),
+            tis_max=float(weight.masked_fill(mask == 0, 0.0).max()) if bool(mask.any()) else 1.0,
+            tis_capped_frac=float(((weight > tis_cap).to(mask.dtype) * mask).sum() / n),
         )
 
 

@@ -64,6 +64,8 @@ def loss_metrics(stats: StepStats | None) -> dict[str, float]:
         "losses/kl": stats.kl,
         "losses/clip_frac": stats.clip_frac,
         "losses/tis_mean": stats.tis_mean,
+        "losses/tis_max": stats.tis_max,
+        "losses/tis_capped_frac": stats.tis_capped_frac,
         "losses/grad_norm": stats.grad_norm,
         "losses/trained_sequences": float(stats.sequences),
     }

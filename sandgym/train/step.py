@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from sandgym.agents.sampler import PAD_SLACK, length_buckets
 from sandgym.agents.trajectory import Trajectory
 from sandgym.train.advantages import token_advantages
 from sandgym.train.config import AlgorithmConfig, TrainConfig
@@ -142,18 +143,25 @@ class StepStats:
     grad_norm: float
     tokens: int
     sequences: int
+    tis_max: float = 1.0
+    """The largest uncapped importance weight of the step (this rank's, with data-parallel ranks)."""
+    tis_capped_frac: float = 0.0
+    """Share of sampled tokens whose importance weight hit ``algorithm.tis_cap``."""
     grad_cosine: float | None = None
     """Mean pairwise cosine between the domains' gradients (``gradient_conflict`` on, 2+ domains); else None."""
     grad_cosine_min: float | None = None
     pcgrad_projections: int = 0
 
 
-def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
-    # Rows with the same prompt side by side (their shared prefix runs once), then by length so padding is small;
-    # the order does not change the summed gradient.
-    ordered = sorted(samples, key=lambda s: (s.token_ids[: first_sampled(s)], len(s.token_ids)))
-    for i in range(0, len(ordered), size):
-        yield list(ordered[i : i + size])
+def micro_batches(samples: Sequence[Sample], size: int, pad_slack: int = PAD_SLACK) -> Iterator[list[Sample]]:
+    """At most ``size`` rows each, length-aware: rows of similar length together (no row padded by more than
+    ``max(pad_slack, its length)`` tokens: :func:`~sandgym.agents.sampler.length_buckets`; -1 turns that off),
+    and within them rows with the same prompt side by side, so a group's shared prefix runs once. The order does
+    not change the summed gradient."""
+    for bucket in length_buckets([len(s.token_ids) for s in samples], pad_slack):
+        ordered = sorted((samples[i] for i in bucket), key=lambda s: (s.token_ids[: first_sampled(s)], len(s.token_ids)))
+        for i in range(0, len(ordered), size):
+            yield list(ordered[i : i + size])
 
 
 @dataclass(frozen=True)
@@ -204,7 +212,8 @@ def learner_update(
     mbs = [collate(mb, pad_id, device) for mb in parts_of_batch]
     old = _old_logprobs(model, mbs, temperature) if algo.epochs > 1 else None
     ref = _ref_logprobs(model, mbs, temperature) if algo.beta > 0 else None
-    totals = torch.zeros(5, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean
+    totals = torch.zeros(6, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean, tis_capped_frac
+    tis_max = 0.0
     grad_norm = 0.0
     conflict: ConflictStats | None = None
     domain_of = [parts[0].domain for parts in parts_of_batch]
@@ -230,7 +239,9 @@ def learner_update(
             share = _share(mb, algo.loss_aggregation, total_tokens, len(samples))
             (parts.loss * share).backward()
             totals += share * torch.tensor([float(parts.loss.detach()), parts.pg_loss, parts.kl, parts.clip_frac,
-                                            parts.tis_mean], dtype=torch.float64)
+                                            parts.tis_mean, parts.tis_capped_frac], dtype=torch.float64)
+            if bool(mb.mask.any()):
+                tis_max = max(tis_max, parts.tis_max)
             if per_domain and (i + 1 == len(mbs) or domain_of[i + 1] != domain_of[i]):
                 grads[domain_of[i]] = _take_grads(params)
         if per_domain:
@@ -247,7 +258,7 @@ def learner_update(
         shard.all_reduce(totals)
     t = (totals / algo.epochs).tolist()
     return StepStats(loss=t[0], pg_loss=t[1], kl=t[2], clip_frac=t[3], tis_mean=t[4], grad_norm=grad_norm,
-                     tokens=total_tokens, sequences=len(samples),
+                     tokens=total_tokens, sequences=len(samples), tis_max=tis_max or 1.0, tis_capped_frac=t[5],
                      grad_cosine=conflict.mean if conflict else None, grad_cosine_min=conflict.min if conflict else None,
                      pcgrad_projections=conflict.projections if conflict else 0)
 

@@ -66,6 +66,8 @@ def test_truncated_importance_weight_caps_stale_samples():
     sampling = torch.tensor([[-5.0, 0.0]])  # the generator thought token 0 was much less likely
     parts = policy_loss(old.clone().requires_grad_(True), old, sampling, torch.ones(1, 2), torch.ones(1, 2), tis_cap=2.0)
     assert parts.tis_mean == pytest.approx((2.0 + 1.0) / 2)
+    assert parts.tis_max == pytest.approx(float(torch.exp(torch.tensor(5.0))))  # before the cap
+    assert parts.tis_capped_frac == pytest.approx(0.5)
 
 
 def test_kl_is_zero_when_policy_equals_reference_and_positive_otherwise():

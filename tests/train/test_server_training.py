@@ -45,6 +45,7 @@ def test_two_steps_generate_on_the_server(server: RunningServer, tiny_model_dir:
     assert [r["server/adapter_version"] for r in rows] == [1, 2] and all(r["server/staleness_max"] == 0 for r in rows)
     assert [n.rsplit("-v", 1)[1] for n in loaded] == ["0", "1", "2"]  # one version per step, published by name
     assert [r["losses/tis_mean"] for r in rows] == pytest.approx([1.0, 1.0], abs=1e-3)  # the engines agree
+    assert all(r["losses/tis_max"] < 1.01 and r["losses/tis_capped_frac"] == 0 for r in rows)
     assert [t["policy_version"] for t in trajectories(tmp_path / "run")] == [0] * 4 + [1] * 4
     assert [c.id for c in InferenceClient(server.url).models()] == [server.engine.name]  # all unloaded at the end
     assert not list((tmp_path / "run" / "served_adapters").iterdir())
