@@ -15,6 +15,10 @@ Routes and bodies follow vLLM (``vllm/entrypoints/openai/completion/protocol.py`
 The request's ``model`` selects the base model (its served name) or a loaded adapter by name. Log-probs are
 ``log_softmax(logits / temperature)`` of the sampled token, what vLLM reports with
 ``--logprobs-mode processed_logprobs``. Errors are vLLM's ``{"error": {message, type, param, code}}``.
+
+Token capture for external agents: the same routes under ``/capture/<session>/v1`` (an OpenAI client's
+``base_url``) also record each completion's prompt ids, sampled ids and log-probs in a
+:class:`~sandgym.agents.capture.CaptureStore`; ``GET /capture/<session>/calls`` returns them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict
 
+from sandgym.agents.capture import CapturedCall, CaptureStore
 from sandgym.agents.sampler import SampledRow
 from sandgym.interop.model_engine import AdapterError, BatchKey, ModelEngine, RowRequest
 
@@ -87,9 +92,17 @@ def _error(message: str, status: int, kind: str = "BadRequestError", param: str 
     return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}}, status_code=status)
 
 
-def make_app(engine: ModelEngine) -> FastAPI:
-    """The FastAPI app serving ``engine`` with vLLM's routes."""
+def make_app(engine: ModelEngine, capture: CaptureStore | None = None) -> FastAPI:
+    """The FastAPI app serving ``engine`` with vLLM's routes; under ``/capture/<session>/v1`` the same routes also
+    record every completion's tokens into ``capture`` (see :mod:`sandgym.agents.capture`)."""
     app = FastAPI(title="sandgym serve-model")
+    store = capture if capture is not None else CaptureStore()
+
+    def keep(session: str | None, model: str, prompt: tuple[int, ...], row: SampledRow, choice: dict[str, Any],
+             text: str) -> None:
+        if session is not None:
+            store.record(session, CapturedCall(prompt, row.token_ids, row.logprobs, text, model,
+                                               str(choice["finish_reason"])))
 
     @app.exception_handler(AdapterError)
     async def adapter_error(request: Request, exc: AdapterError) -> JSONResponse:
@@ -104,6 +117,7 @@ def make_app(engine: ModelEngine) -> FastAPI:
         return PlainTextResponse("")
 
     @app.get("/v1/models")
+    @app.get("/capture/{session}/v1/models")
     async def models() -> dict[str, Any]:
         cards = [_card(engine.name, engine.root, None, engine.max_model_len)]
         cards += [_card(name, path, engine.name, None) for name, path in engine.adapters.items()]
@@ -119,8 +133,27 @@ def make_app(engine: ModelEngine) -> FastAPI:
         await asyncio.to_thread(engine.unload_adapter, body.lora_name)
         return PlainTextResponse(f"Success: LoRA adapter '{body.lora_name}' removed successfully.")
 
+    @app.get("/capture/{session}/calls")
+    async def captured(session: str) -> list[dict[str, object]]:
+        return [c.to_json() for c in store.calls(session)]
+
     @app.post("/v1/completions")
     async def completions(body: CompletionBody) -> dict[str, Any]:
+        return await _completions(body, None)
+
+    @app.post("/capture/{session}/v1/completions")
+    async def completions_captured(session: str, body: CompletionBody) -> dict[str, Any]:
+        return await _completions(body, session)
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: ChatBody) -> dict[str, Any]:
+        return await _chat(body, None)
+
+    @app.post("/capture/{session}/v1/chat/completions")
+    async def chat_captured(session: str, body: ChatBody) -> dict[str, Any]:
+        return await _chat(body, session)
+
+    async def _completions(body: CompletionBody, session: str | None) -> dict[str, Any]:
         adapter = engine.resolve(body.model)
         prompts = _prompt_ids(engine, body.prompt)
         limit = body.max_tokens if body.max_tokens is not None else DEFAULT_COMPLETION_TOKENS
@@ -133,14 +166,14 @@ def make_app(engine: ModelEngine) -> FastAPI:
                 choice["logprobs"] = _completion_logprobs(engine, row, bool(body.return_tokens_as_token_ids))
             choice.update(prompt_logprobs=None, prompt_token_ids=list(prompt) if body.return_token_ids else None,
                           routed_experts=None)
+            keep(session, body.model or engine.name, prompt, row, choice, choice["text"])
             choices.append({"index": i, **choice})
         return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
                 "model": body.model or engine.name, "choices": choices, "service_tier": None,
                 "system_fingerprint": None, "usage": _usage(prompts, rows, body.n), "kv_transfer_params": None,
                 "ec_transfer_params": None, "metrics": None}
 
-    @app.post("/v1/chat/completions")
-    async def chat(body: ChatBody) -> dict[str, Any]:
+    async def _chat(body: ChatBody, session: str | None) -> dict[str, Any]:
         adapter = engine.resolve(body.model)
         text = engine.tokenizer.apply_chat_template(body.messages, tokenize=False, add_generation_prompt=True)
         prompt = tuple(engine.chat_format.encode(str(text)))
@@ -151,6 +184,7 @@ def make_app(engine: ModelEngine) -> FastAPI:
         for i, row in enumerate(rows):
             choice = _choice_text(engine, body, row)
             content = choice.pop("text")
+            keep(session, body.model or engine.name, prompt, row, choice, content)
             logprobs = {"content": _chat_logprobs(engine, row)} if body.logprobs else None
             choices.append({"index": i, "message": {"role": "assistant", "content": content, "tool_calls": []},
                             "logprobs": logprobs, **choice})
@@ -259,8 +293,9 @@ class RunningServer:
     """A server started by :func:`start_server` (a uvicorn thread); ``close()`` stops it."""
 
     url: str
-    """``http://HOST:PORT`` (the API is under ``/v1``)."""
+    """``http://HOST:PORT`` (the API is under ``/v1``; capturing under ``/capture/<session>/v1``)."""
     engine: ModelEngine
+    capture: CaptureStore
     _server: uvicorn.Server
     _thread: threading.Thread
 
@@ -276,13 +311,15 @@ class RunningServer:
         self.close()
 
 
-def start_server(engine: ModelEngine, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
+def start_server(engine: ModelEngine, host: str = "127.0.0.1", port: int = 0,
+                 capture: CaptureStore | None = None) -> RunningServer:
     """Serve ``engine`` from a background thread (``port=0``: a free port); returns once it accepts requests."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(make_app(engine), log_level="warning", lifespan="off")
+    store = capture if capture is not None else CaptureStore()
+    config = uvicorn.Config(make_app(engine, store), log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="sandgym-serve-model", daemon=True)
     thread.start()
@@ -290,7 +327,7 @@ def start_server(engine: ModelEngine, host: str = "127.0.0.1", port: int = 0) ->
         if not thread.is_alive():
             raise RuntimeError(f"serve-model on {host}:{bound} stopped while starting; see the log above")
         time.sleep(0.01)
-    return RunningServer(f"http://{host}:{bound}", engine, server, thread)
+    return RunningServer(f"http://{host}:{bound}", engine, store, server, thread)
 
 
 def serve(model: str, *, host: str = "127.0.0.1", port: int = 8000, max_loras: int = 4,
