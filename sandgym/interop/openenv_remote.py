@@ -67,7 +67,8 @@ class OpenEnvRemoteEnv(gym.Env[str, str]):
         self.sandgym_server = "task_id" in schema.get("observation", {}).get("properties", {})
         self.observation_space = AnyText()
         self.action_space = AnyText()
-        self._client = GenericEnvClient(base_url=url, message_timeout_s=timeout_s).sync()
+        self._make_client = lambda: GenericEnvClient(base_url=url, message_timeout_s=timeout_s).sync()
+        self._client = self._make_client()
         self._client.connect()
         self._turns, self._total, self._task_id, self._done = 0, 0.0, "", True
 
@@ -102,7 +103,19 @@ class OpenEnvRemoteEnv(gym.Env[str, str]):
         kwargs: dict[str, Any] = {"seed": seed}
         if self.sandgym_server and task_id:
             kwargs["task_id"] = task_id
-        result = self._client.reset(**kwargs)
+        try:
+            result = self._client.reset(**kwargs)
+        except Exception:  # the server closes the session after an error: reconnect once and retry
+            self._client.close()
+            self._client = self._make_client()
+            self._client.connect()
+            try:
+                result = self._client.reset(**kwargs)
+            except Exception as exc:
+                raise SandboxError(f"OpenEnv server {self.url} refused reset({kwargs}): {exc}; a closed connection "
+                                   "can be the server's session limit (`sandgym serve --max-sessions`, at least the "
+                                   "episodes run at once); with a sandgym server the tasks must be the server's "
+                                   "(same suite and seed)") from exc
         obs = dict(result.observation or {})
         self._turns, self._total, self._done = 0, 0.0, False
         self._task_id = str(obs.get("task_id") or task_id)
