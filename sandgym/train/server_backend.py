@@ -50,10 +50,8 @@ class ServerBackend:
         except InferenceServerError as e:
             raise ConfigError(f"model.inference={config.model.inference!r}: {e}. Start one with `sandgym serve-model "
                               f"--model {config.model.name}` or `vllm serve` (docs/SCALING.md)") from e
-        base = next((c.id for c in cards if c.parent is None), None)
-        if base is None:
+        if not any(c.parent is None for c in cards):
             raise ConfigError(f"model.inference={config.model.inference!r} lists no base model in /v1/models")
-        self.sampler = ServerPolicy(self.client, policy.tokenizer, model=base)
         self.adapter_dir = Path(config.model.inference_adapter_dir or run_dir / "served_adapters").resolve()
         self.prefix = f"{run_dir.name or 'sandgym'}-{secrets.token_hex(3)}"
         self.make_env = EnvPool(components.env_factory(config))
@@ -93,8 +91,7 @@ class ServerBackend:
 
     def _roll(self, step: int, tasks: list[Task], version: int) -> tuple[list[Trajectory], float]:
         t0 = time.perf_counter()
-        policy = ServerPolicy(self.client, self.policy.tokenizer, model=self.name(version),
-                              concurrency=self.sampler.concurrency)
+        policy = ServerPolicy(self.client, self.policy.tokenizer, model=self.name(version))
         trajs = components.collect(policy, self.make_env, tasks, self.config, seed=step_seed(self.config, step),
                                    version=version)
         return trajs, time.perf_counter() - t0
