@@ -51,15 +51,17 @@ class _Reporter:
 
 # Plugins a grading run never needs (~12% of a warm run's CPU, measured); fixtures such as tmp_path, tmpdir, capsys,
 # caplog and monkeypatch, unittest-style tests and warnings capture stay available.
-_SLIM = [x for name in ("doctest", "junitxml", "pastebin", "faulthandler", "stepwise", "setuponly", "setupplan",
-                        "unraisableexception", "threadexception") for x in ("-p", "no:" + name)]
+_SLIM = ("doctest", "junitxml", "pastebin", "faulthandler", "stepwise", "setuponly", "setupplan",
+         "unraisableexception", "threadexception")
 
 
 def pytest_args(rootdir, paths, collect_only=False, conftest=False):
     """``conftest``: the hidden tests ship their own conftest.py files (trusted: only the grader dir is in their
     path, so a conftest.py the agent writes in the workspace is never loaded either way)."""
-    # --continue-on-collection-errors: one hidden file that cannot be collected fails its own tests, not every file
-    args = ["-p", "no:cacheprovider", *([] if conftest else ["--noconftest"]), *_SLIM, "-q", "-rN",
+    # --continue-on-collection-errors: one hidden file that cannot be collected fails its own tests, not every file;
+    # a task's own conftest files may use the doctest plugin's fixtures (doctest_namespace)
+    slim = [x for name in _SLIM if not (conftest and name == "doctest") for x in ("-p", "no:" + name)]
+    args = ["-p", "no:cacheprovider", *([] if conftest else ["--noconftest"]), *slim, "-q", "-rN",
             "--continue-on-collection-errors",
             "--rootdir", rootdir, "-c", os.path.join(rootdir, "pytest.ini")]
     if collect_only:

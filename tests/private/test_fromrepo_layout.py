@@ -24,7 +24,10 @@ FILES = {
         "def legacy_area(w, h):\n    \"\"\"Deprecated: rect_area.\"\"\"\n    import warnings\n\n"
         "    warnings.warn('use rect_area', DeprecationWarning)\n    return rect_area(w, h)\n"),
     "tests/__init__.py": "",
-    "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef unit_square():\n    return (1, 1)\n",
+    "tests/conftest.py": (
+        "import pytest\n\n\n@pytest.fixture\ndef unit_square():\n    return (1, 1)\n\n\n"
+        "@pytest.fixture(autouse=True)\ndef _shapes_in_doctests(doctest_namespace):  # the doctest plugin's fixture\n"
+        "    doctest_namespace['unit'] = 1\n"),
     "tests/helpers.py": "def read_sizes(path):\n    return [tuple(map(int, line.split())) for line in open(path)]\n",
     "tests/data/sizes.txt": "2 3\n4 5\n",
     "tests/unit/__init__.py": "",
@@ -34,6 +37,9 @@ FILES = {
         "def test_rect(unit_square):\n    assert rect_area(*unit_square) == 1\n    assert rect_area(2, 3) == 6\n\n\n"
         "def test_square():\n    assert square_area(3) == 9\n\n\n"
         "def test_total_from_data():\n    assert total_area(read_sizes(DATA)) == 26\n\n\n"
+        "@pytest.mark.parametrize('impl', [rect_area, pytest.param(None, marks=pytest.mark.skipif(True, "
+        "reason='no speedups'))])\ndef test_rect_impls(impl):  # one instance always skipped\n"
+        "    assert impl(2, 5) == 10\n\n\n"
         "@pytest.mark.slow\ndef test_legacy_warns():  # passes only with the project's filterwarnings = error\n"
         "    with pytest.raises(DeprecationWarning):\n        legacy_area(1, 2)\n"),
     "tests/unit/test_base.py": (
@@ -76,12 +82,17 @@ def made(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-d
 
 
 def test_baseline_collects_and_passes_everything(made) -> None:  # type: ignore[no-untyped-def]
-    assert made.baseline["collected"] == made.baseline["passed"] == 9, made.baseline
+    assert (made.baseline["collected"], made.baseline["passed"]) == (11, 10), made.baseline  # one skipped
     cfg = made.baseline["pytest_config"]
     assert cfg["source"] == "pyproject.toml [tool.pytest.ini_options]"
     assert cfg["options"] == {"filterwarnings": "error", "markers": "slow: a slow test", "addopts": "--strict-markers"}
     assert any(d.startswith("--cov=shapes") for d in cfg["dropped"]) and any(d.startswith("testpaths") for d in
                                                                              cfg["dropped"])
+
+
+def test_a_test_with_a_skipped_instance_decides_tasks(made) -> None:  # type: ignore[no-untyped-def]
+    users = [t for t in made.tasks if "tests/unit/test_area.py::test_rect_impls" in t.metadata["hidden_tests"]]
+    assert users, made.report()["discards"]  # its passing instance counts; the skipped one is no fault
 
 
 def test_the_projects_pytest_configuration_decides_tasks(made) -> None:  # type: ignore[no-untyped-def]
