@@ -39,7 +39,8 @@ _VALUED = frozenset({
     "-p", "-m", "-k", "-W", "-n", "-c", "-o", "--override-ini", "--ignore", "--ignore-glob", "--deselect", "--tb",
     "--maxfail", "--import-mode", "--pythonwarnings", "--dist", "--numprocesses", "--capture", "--doctest-glob",
     "--basetemp", "--rootdir", "--confcutdir", "--durations", "--log-level", "--log-cli-level", "--cov-report",
-    "--cov-config", "--junitxml", "--junit-xml", "--timeout", "--color", "--reruns",
+    "--cov-config", "--cov-fail-under", "--cov-context", "--doctest-report", "--junitxml", "--junit-xml", "--timeout",
+    "--color", "--reruns", "--benchmark-columns", "--hypothesis-profile",
 })
 """Options written ``--opt VALUE`` (two tokens): when dropped, their value goes with them."""
 _SOURCES = (("pytest.ini", "[pytest]"), (".pytest.ini", "[pytest]"), ("pyproject.toml", ""),

@@ -57,9 +57,10 @@ def test_lists_become_ini_lines_and_the_rest_is_dropped_with_a_reason(tmp_path: 
 
 
 def test_addopts_string_keeps_warning_and_import_mode_options() -> None:
-    kept, dropped = filter_addopts(["--import-mode", "importlib", "-W", "error::UserWarning", "-x", "--tb=short"])
+    kept, dropped = filter_addopts(["--import-mode", "importlib", "-W", "error::UserWarning", "-x", "--tb=short",
+                                    "--doctest-report", "ndiff"])
     assert kept == ["--import-mode", "importlib", "-W", "error::UserWarning"]
-    assert [d.split(":")[0] for d in dropped] == ["-x", "--tb=short"]
+    assert [d.split(":")[0] for d in dropped] == ["-x", "--tb=short", "--doctest-report ndiff"]
 
 
 def test_imported_test_modules_are_found_by_absolute_and_relative_imports() -> None:
