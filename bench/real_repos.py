@@ -40,15 +40,17 @@ PACKAGES = (
     Package("six", "1.16.0", "pytest functions, one module"),
     Package("inflection", "0.5.1", "pytest parametrize"),
     Package("toolz", "0.12.1", "pytest functions, doctests"),
+    Package("itsdangerous", "2.2.0", "pytest classes, fixtures, src layout, test-module imports", ("freezegun",)),
     Package("cachetools", "8.0.2", "unittest classes, mixins, src layout"),
-    Package("more-itertools", "11.2.1", "unittest classes, doctests", max_file_kb=256),
     Package("parse", "1.22.4", "pytest, doctests (README)"),
     Package("semver", "3.1.2", "pytest, parametrize, fixtures, src layout"),
     Package("markupsafe", "3.0.4", "pytest, parametrized conftest fixture, src layout, C speedups optional"),
-    Package("humanize", "4.17.0", "pytest parametrize, src layout, [tool.pytest]", ("freezegun",)),
-    Package("itsdangerous", "2.2.0", "pytest classes, fixtures, src layout, test-module imports", ("freezegun",)),
+    Package("python-slugify", "9.2.0", "unittest classes", ("text-unidecode",)),
+    Package("humanize", "4.17.0", "pytest parametrize, src layout, [tool.pytest], locale data", ("freezegun",)),
     Package("packaging", "26.4", "pytest, parametrize, conftest, binary test data", ("pretend", "tomli_w")),
 )
+"""Not here: more-itertools 11.2.1 (unittest, 765 tests with 21k subtests): one run of its test_more.py takes
+~60 s on 2 cores, and from-repo runs it about three times per candidate."""
 
 
 def sh(cmd: list[str], log: Path, timeout: float) -> tuple[int, str, float]:
