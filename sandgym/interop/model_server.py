@@ -203,6 +203,10 @@ async def _generate(engine: ModelEngine, adapter: str | None, body: _Sampling, p
         raise ValueError(f"n={body.n}: ask for at least 1 completion per prompt")
     if any(m < 0 for m in limits):
         raise ValueError(f"max_tokens={min(limits)}: must be >= 0 (and the prompt must fit the model's context)")
+    longest = max(len(p) + m for p, m in zip(prompts, limits, strict=True))
+    if engine.max_model_len is not None and longest > engine.max_model_len:
+        raise ValueError(f"This model's maximum context length is {engine.max_model_len} tokens; the prompt and "
+                         f"max_tokens ask for {longest}. Shorten the prompt or lower max_tokens.")
     stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
     temperature = 1.0 if body.temperature is None else body.temperature
     key = BatchKey(adapter, temperature, 1.0 if body.top_p is None else body.top_p, stop,

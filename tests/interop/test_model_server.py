@@ -151,6 +151,8 @@ def test_bad_requests_answer_vllm_errors(server: RunningServer) -> None:
         client._json("POST", "/completions", {"model": NAME, "prompt": [[]]})
     with pytest.raises(InferenceServerError, match="422"):
         client._json("POST", "/completions", {"model": NAME})
+    with pytest.raises(InferenceServerError, match="maximum context length is 4096"):
+        client.complete_tokens(NAME, [1, 2, 3], max_tokens=4094)
 
 
 def test_cli_refuses_a_bad_max_loras(capsys: pytest.CaptureFixture[str]) -> None:
