@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import torch
 from sandgym.agents.models import EMBEDDED_MODEL, resolve_model
 from sandgym.agents.policy import Generation, GenerationRequest, OnDone, SamplingParams
 from sandgym.agents.prompting import ChatFormat, PromptConfig
-from sandgym.agents.sampler import PastKV, SampledRow, reusable_cache, sample_batch
+from sandgym.agents.sampler import PAD_SLACK, PastKV, SampledRow, length_buckets, reusable_cache, sample_batch
 from sandgym.errors import ConfigError, ModelNotAvailableError
 
 _ATTN_MLP = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -64,6 +64,11 @@ class LoraSpec:
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _remap(done: Callable[[int, SampledRow], None], index: Sequence[int]) -> Callable[[int, SampledRow], None]:
+    """``done`` for a batch of some of the requests: its row ``j`` is request ``index[j]``."""
+    return lambda j, row: done(index[j], row)
 
 
 class HFPolicy:
@@ -168,6 +173,11 @@ class HFPolicy:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    pad_slack: int = PAD_SLACK
+    """Length-aware batching: requests whose lengths differ by more than this (or than the shorter's length) are
+    sampled in separate batches, shortest first, so a short episode neither pads to a long document nor waits for
+    it (:func:`~sandgym.agents.sampler.length_buckets`; -1: one batch)."""
+
     kv_reuse_mb: int = 2048
     """Memory for keeping each running episode's KV cache between its turns, so a turn prefills only the tokens
     added since the last one (0 turns it off; episodes beyond the budget re-prefill their whole history)."""
@@ -215,27 +225,31 @@ class HFPolicy:
             if on_done is not None:
                 on_done(i, self._to_generation(row))
 
+        rows: list[SampledRow | None] = [None] * len(requests)
         was_training = model.training
         model.eval()
         try:
-            rows = sample_batch(
-                model,
-                [r.token_ids for r in requests],
-                max_new_tokens=[r.max_new_tokens for r in requests],
-                generators=gens,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                stop_token_ids=self._format.stop_token_ids,
-                stop_strings=sampling.stop_strings,
-                decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=False),
-                pad_token_id=int(self.tokenizer.pad_token_id),
-                on_done=done,
-                past=pasts,
-                keep_kv=[reuse and not r.last_turn for r in requests],
-            )
+            for bucket in length_buckets([len(r.token_ids) for r in requests], self.pad_slack):
+                part = [requests[i] for i in bucket]
+                for i, row in zip(bucket, sample_batch(
+                    model,
+                    [r.token_ids for r in part],
+                    max_new_tokens=[r.max_new_tokens for r in part],
+                    generators=[gens[i] for i in bucket],
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    stop_token_ids=self._format.stop_token_ids,
+                    stop_strings=sampling.stop_strings,
+                    decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=False),
+                    pad_token_id=int(self.tokenizer.pad_token_id),
+                    on_done=_remap(done, bucket),
+                    past=[pasts[i] for i in bucket],
+                    keep_kv=[reuse and not r.last_turn for r in part],
+                ), strict=True):
+                    rows[i] = row
         finally:
             model.train(was_training)
-        return [self._to_generation(r) for r in rows]
+        return [self._to_generation(r) for r in rows if r is not None]
 
     def _to_generation(self, row: SampledRow) -> Generation:
         return Generation(

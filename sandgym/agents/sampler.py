@@ -55,6 +55,28 @@ class PastKV:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.layers)
 
 
+PAD_SLACK = 1024
+"""Length-aware batching (:func:`length_buckets`): a row may be padded by at most this many tokens, or by its own
+length when longer, before it goes into a batch of its own length."""
+
+
+def length_buckets(lengths: Sequence[int], slack: int = PAD_SLACK) -> list[list[int]]:
+    """Indices grouped into batches of similar length, shortest first: a batch grows (in order of length) while its
+    longest row exceeds its shortest by at most ``max(slack, shortest)`` tokens. Mixed 8K documents and short
+    prompts then never share a padded batch, while ordinary spreads of lengths stay in one. ``slack < 0``: one
+    batch (naive)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    if slack < 0:
+        return [order] if order else []
+    buckets: list[list[int]] = []
+    for i in order:
+        if buckets and lengths[i] - lengths[buckets[-1][0]] <= max(slack, lengths[buckets[-1][0]]):
+            buckets[-1].append(i)
+        else:
+            buckets.append([i])
+    return buckets
+
+
 def reusable_cache(model: Any) -> bool:
     """Whether the model's KV cache is plain per-token storage that can be cut per row and reassembled (no sliding
     windows or other compressed layers)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from sandgym.agents.sampler import PAD_SLACK, length_buckets
 from sandgym.agents.trajectory import Trajectory
 from sandgym.train.advantages import token_advantages
 from sandgym.train.config import AlgorithmConfig, TrainConfig
@@ -152,12 +153,15 @@ class StepStats:
     pcgrad_projections: int = 0
 
 
-def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
-    # Rows with the same prompt side by side (their shared prefix runs once), then by length so padding is small;
-    # the order does not change the summed gradient.
-    ordered = sorted(samples, key=lambda s: (s.token_ids[: first_sampled(s)], len(s.token_ids)))
-    for i in range(0, len(ordered), size):
-        yield list(ordered[i : i + size])
+def micro_batches(samples: Sequence[Sample], size: int, pad_slack: int = PAD_SLACK) -> Iterator[list[Sample]]:
+    """At most ``size`` rows each, length-aware: rows of similar length together (no row padded by more than
+    ``max(pad_slack, its length)`` tokens: :func:`~sandgym.agents.sampler.length_buckets`; -1 turns that off),
+    and within them rows with the same prompt side by side, so a group's shared prefix runs once. The order does
+    not change the summed gradient."""
+    for bucket in length_buckets([len(s.token_ids) for s in samples], pad_slack):
+        ordered = sorted((samples[i] for i in bucket), key=lambda s: (s.token_ids[: first_sampled(s)], len(s.token_ids)))
+        for i in range(0, len(ordered), size):
+            yield list(ordered[i : i + size])
 
 
 @dataclass(frozen=True)

@@ -82,3 +82,42 @@ def test_errors_name_the_fix(tiny_model_dir: Path, tmp_path: Path) -> None:
         HFPolicy(str(tiny_model_dir), dtype="float33")
     with pytest.raises(ConfigError, match="lora=LoraSpec"):
         HFPolicy(str(tiny_model_dir), lora=None).save_adapter(tmp_path / "x")
+
+
+def test_length_buckets_keep_documents_and_short_prompts_apart() -> None:
+    from sandgym.agents.sampler import length_buckets
+
+    lengths = [8000, 300, 350, 7900, 2000, 1200]
+    assert [[lengths[i] for i in b] for b in length_buckets(lengths)] == [[300, 350, 1200], [2000], [7900, 8000]]
+    assert length_buckets(lengths, slack=-1) == [sorted(range(6), key=lambda i: lengths[i])]  # naive: one batch
+    assert length_buckets([100, 130, 900]) == [[0, 1, 2]]  # an ordinary spread stays one batch
+    assert length_buckets([]) == []
+
+
+def test_generate_samples_short_requests_first_without_padding_to_the_long_one(policy: HFPolicy) -> None:
+    """Length-aware batching: short prompts are prefilled at their own width and finish (``on_done``) before the
+    long prompt's batch starts; results come back in request order, each row from its own generator."""
+    from sandgym.agents.policy import GenerationRequest, SamplingParams
+
+    long, short = tuple(5 + i % 50 for i in range(1500)), tuple(range(5, 45))
+    requests = [GenerationRequest(key=k, messages=(), observation="", info={}, max_new_tokens=4, token_ids=ids,
+                                  generator=torch.Generator().manual_seed(k))
+                for k, ids in enumerate([long, short, short[:-3]])]
+    widths: list[int] = []
+    hook = policy.generation_model().register_forward_pre_hook(
+        lambda _m, _a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True)
+    finished: list[int] = []
+    out = policy.generate(requests, SamplingParams(temperature=1.0, stop_strings=()),
+                          on_done=lambda i, _g: finished.append(i))
+    hook.remove()
+    assert all(1 <= len(g.token_ids) <= 4 for g in out) and len(out) == 3
+    assert max(widths[:4]) == 40 and 1500 in widths  # the short batch never padded to 1500 tokens
+    assert sorted(finished[:2]) == [1, 2] and finished[2] == 0
+    policy.pad_slack = -1  # naive: one batch, padded to the longest
+    widths.clear()
+    hook = policy.generation_model().register_forward_pre_hook(
+        lambda _m, _a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True)
+    policy.kv_reuse_mb = 0
+    policy.generate(requests, SamplingParams(temperature=1.0, stop_strings=()))
+    hook.remove()
+    assert widths[0] == 1500
