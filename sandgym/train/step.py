@@ -191,6 +191,7 @@ def learner_update(
     norm_len: int,
     device: torch.device | str = "cpu",
     shard: Shard | None = None,
+    pad_slack: int = PAD_SLACK,
 ) -> StepStats:
     """``algo.epochs`` optimiser passes over ``samples``; returns averaged statistics.
 
@@ -204,9 +205,9 @@ def learner_update(
     per_domain = algo.gradient_conflict != "off" and shard is None and len(domains) > 1
     if per_domain:  # each domain's micro-batches together: its share of the gradient is read after them
         parts_of_batch = [mb for d in domains for mb in micro_batches([s for s in samples if s.domain == d],
-                                                                       micro_batch)]
+                                                                       micro_batch, pad_slack)]
     else:
-        parts_of_batch = list(micro_batches(samples, micro_batch))
+        parts_of_batch = list(micro_batches(samples, micro_batch, pad_slack))
     if shard is not None:
         parts_of_batch = [mb for i, mb in enumerate(parts_of_batch) if i % shard.world == shard.rank]
     mbs = [collate(mb, pad_id, device) for mb in parts_of_batch]
