@@ -1,5 +1,6 @@
 """Oracle episodes/s through `sandgym serve` (openenv-core's server on loopback, one WebSocket session per worker,
-driven by openenv-core's client) against the same episodes in-process (one env per worker), same suite and run.
+driven by openenv-core's client; sessions on warm pooled envs) against the same episodes in-process (one env per
+worker, a fresh sandbox per episode, and warm: ``reuse_sandbox=True``), same suite and run.
 
     python bench/serve_throughput.py                 # 16 oracle episodes (coding/strings), 2 workers, 3 repeats
     python bench/serve_throughput.py --repeats 1     # smoke run
@@ -30,9 +31,9 @@ from sandgym.tasks.registry import load_suite
 from sandgym.tasks.task import Task
 
 
-def in_process(suite: str, tasks: list[Task], workers: int) -> tuple[float, int]:
+def in_process(suite: str, tasks: list[Task], workers: int, warm: bool) -> tuple[float, int]:
     def work(chunk: list[Task]) -> int:
-        env = gym.make("sandgym/Coding-v0", tasks=suite)
+        env = gym.make("sandgym/Coding-v0", tasks=suite, reuse_sandbox=warm)
         try:
             return sum(run_episode(env.unwrapped, OracleAgent(), t).success for t in chunk)
         finally:
@@ -89,19 +90,20 @@ def main() -> None:
         url, srv, thread = start_server(suite, args.workers)
         print(f"load at start: {os.getloadavg()[0]:.2f}; {len(tasks)} oracle episodes, {args.workers} workers, "
               f"{args.repeats} repeats")
-        got: dict[str, list[float]] = {"in-process": [], "server": []}
+        got: dict[str, list[float]] = {"in-process": [], "in-process warm": [], "server": []}
         for rep in range(args.repeats):
-            for kind in ("in-process", "server") if rep % 2 == 0 else ("server", "in-process"):
-                eps, ok = in_process(suite, tasks, args.workers) if kind == "in-process" else \
-                    through_server(url, tasks, args.workers)
+            order = list(got) if rep % 2 == 0 else list(reversed(got))
+            for kind in order:
+                eps, ok = through_server(url, tasks, args.workers) if kind == "server" else \
+                    in_process(suite, tasks, args.workers, warm=kind == "in-process warm")
                 got[kind].append(eps)
                 print(f"repeat {rep + 1} {kind}: {eps:.2f} episodes/s, {ok}/{len(tasks)} solved", flush=True)
         srv.should_exit = True
         thread.join(timeout=10)
     med = {k: statistics.median(v) for k, v in got.items()}
     print(f"load at end: {os.getloadavg()[0]:.2f}")
-    print(f"median: in-process {med['in-process']:.2f}/s, server {med['server']:.2f}/s, "
-          f"server/in-process {med['server'] / med['in-process']:.2f}x")
+    print(f"median: in-process {med['in-process']:.2f}/s, in-process warm {med['in-process warm']:.2f}/s, server "
+          f"{med['server']:.2f}/s; server/in-process warm {med['server'] / med['in-process warm']:.2f}x")
 
 
 if __name__ == "__main__":

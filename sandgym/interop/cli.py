@@ -27,6 +27,8 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--max-sessions", type=int, default=4, help="concurrent WebSocket sessions (one env each)")
+    p.add_argument("--no-warm", dest="warm", action="store_false",
+                   help="a new env and sandbox per session (default: sessions reuse the envs of ended ones)")
     p.set_defaults(func=cmd_serve)
 
     m = subparsers.add_parser("serve-model", help="serve a model with vLLM's OpenAI-compatible API (completions on "
@@ -73,7 +75,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError("--env-kwargs must be a JSON object, e.g. '{\"max_turns\": 4}'")
     if args.tasks:
         kwargs["tasks"] = args.tasks
-    serve(env_id, env_kwargs=kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions)
+    serve(env_id, env_kwargs=kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions,
+          warm=args.warm)
     return 0
 
 

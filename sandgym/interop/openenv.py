@@ -26,6 +26,7 @@ from openenv.core.env_server import Action, Environment, Observation, State, cre
 from pydantic import Field
 
 import sandgym  # noqa: F401  (registers sandgym/* ids and plugins)
+from sandgym.agents.env_pool import EnvPool
 from sandgym.envs.registration import resolve_env_id
 
 __all__ = ["SandgymAction", "SandgymObservation", "SandgymState", "SandgymEnvironment", "SandgymEnvClient",
@@ -66,11 +67,13 @@ class SandgymEnvironment(Environment[SandgymAction, SandgymObservation, SandgymS
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session builds its own env and sandbox
 
-    def __init__(self, env_id: str = "sandgym/Coding-v0", env_kwargs: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, env_id: str = "sandgym/Coding-v0", env_kwargs: Mapping[str, Any] | None = None,
+                 pool: EnvPool | None = None) -> None:
         super().__init__()
         self.env_id = env_id
-        self.env = gym.make(env_id, **dict(env_kwargs or {}))
-        self._state = SandgymState()
+        self._pool = pool
+        self.env = pool() if pool is not None else gym.make(env_id, **dict(env_kwargs or {}))
+        self._state = SandgymState(done=True)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
               **kwargs: Any) -> SandgymObservation:
@@ -100,7 +103,12 @@ class SandgymEnvironment(Environment[SandgymAction, SandgymObservation, SandgymS
         return self._state
 
     def close(self) -> None:
-        self.env.close()
+        """End of the session: a warm env between episodes goes back to the pool (its sandbox kept, reset in place
+        by the next episode); one mid-episode, or without a pool, is closed."""
+        if self._pool is not None and self._state.done:
+            self._pool.release(self.env)
+        else:
+            self.env.close()
 
 
 class SandgymEnvClient(EnvClient[SandgymAction, SandgymObservation, SandgymState]):
@@ -119,22 +127,30 @@ class SandgymEnvClient(EnvClient[SandgymAction, SandgymObservation, SandgymState
 
 
 def make_app(env_id: str = "sandgym/Coding-v0", env_kwargs: Mapping[str, Any] | None = None,
-             max_sessions: int = 4) -> Any:
-    """The FastAPI app of OpenEnv's ``HTTPEnvServer`` serving ``env_id`` (the env id is checked here)."""
+             max_sessions: int = 4, warm: bool = True) -> Any:
+    """The FastAPI app of OpenEnv's ``HTTPEnvServer`` serving ``env_id`` (the env id is checked here).
+
+    ``warm``: sessions take their env from a shared ``EnvPool`` (``app.state.sandgym_pool``) and give it back when
+    they end, so a new session starts on a warm env and sandbox (reset in place between episodes) instead of
+    starting a sandbox; at most ``max_sessions`` envs are kept."""
 
     env_id = resolve_env_id(env_id)
     kwargs = dict(env_kwargs or {})
-    gym.make(env_id, **kwargs).close()  # fail now (bad id, kwargs or suite), not in the first session
+    probe = gym.make(env_id, **kwargs)  # fail now (bad id, kwargs or suite), not in the first session
+    pool = EnvPool(lambda: gym.make(env_id, **kwargs), max_idle=max_sessions) if warm else None
+    probe.close()
 
     def factory() -> SandgymEnvironment:
-        return SandgymEnvironment(env_id, kwargs)
+        return SandgymEnvironment(env_id, kwargs, pool)
 
-    return create_fastapi_app(factory, SandgymAction, SandgymObservation, max_concurrent_envs=max_sessions)
+    app = create_fastapi_app(factory, SandgymAction, SandgymObservation, max_concurrent_envs=max_sessions)
+    app.state.sandgym_pool = pool
+    return app
 
 
 def serve(env_id: str = "sandgym/Coding-v0", *, env_kwargs: Mapping[str, Any] | None = None,
-          host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 4) -> None:
+          host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 4, warm: bool = True) -> None:
     """Run the server until interrupted (uvicorn)."""
     import uvicorn
 
-    uvicorn.run(make_app(env_id, env_kwargs, max_sessions), host=host, port=port, log_level="info")
+    uvicorn.run(make_app(env_id, env_kwargs, max_sessions, warm), host=host, port=port, log_level="info")

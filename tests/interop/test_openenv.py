@@ -77,3 +77,30 @@ def test_cli_registers_serve():
 
     args = build_parser().parse_args(["serve", "--env", "sandgym/Coding-v0", "--tasks", "x.jsonl", "--port", "0"])
     assert args.env_opt == "sandgym/Coding-v0" and args.tasks == "x.jsonl"
+
+
+def test_sessions_reuse_warm_envs(tmp_path) -> None:
+    """A session that ended between episodes hands its env (and warm sandbox) to the next session."""
+    suite = write_suite(tmp_path / "tasks.jsonl")
+    app = make_app("sandgym/Coding-v0", {"tasks": str(suite)}, max_sessions=2)
+    pool = app.state.sandgym_pool
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        for _ in range(3):
+            steps, state = play(f"http://127.0.0.1:{port}", OracleAgent())
+            assert steps[-1].observation.reward_components["correctness@v1"] == 1.0 and state.done
+            deadline = time.monotonic() + 10
+            while not pool._idle and time.monotonic() < deadline:
+                time.sleep(0.05)  # the session's close runs on the server after the client has gone
+        assert pool.made == 1 and pool.reused >= 3  # one env (and sandbox) served all three sessions
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
