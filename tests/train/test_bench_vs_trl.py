@@ -45,6 +45,18 @@ def test_sandgym_step_runs_and_changes_the_adapter(tiny_model_dir, monkeypatch) 
     assert changed
 
 
+def test_sandgym_train_side_runs_the_training_loop(tiny_model_dir) -> None:
+    """The goal's comparison: the step `sandgym train` runs (engine, env, trajectories, learner, logging)."""
+    bench = _load_bench()
+    cfg = bench.BenchConfig(model=str(tiny_model_dir), group_size=4, max_new_tokens=8, warmup=0, steps=2, threads=1)
+    out = bench.run_sandgym_train(cfg)
+    assert len(out["steps"]) == 2
+    for step in out["steps"]:
+        assert step["step_s"] > step["generate_s"] > 0 and 4 <= step["completion_tokens"] <= 32
+        assert step["reward_mean"] == 0.0  # the random model never answers with a bare number
+    assert out["peak_rss_mb"] > 0
+
+
 @pytest.mark.slow
 def test_whole_script_both_trainers(tiny_model_dir, tmp_path) -> None:
     pytest.importorskip("trl")
@@ -57,5 +69,6 @@ def test_whole_script_both_trainers(tiny_model_dir, tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["sandgym"]["median"]["step_s"] > 0 and data["trl"]["median"]["step_s"] > 0
+    assert data["sandgym-train"]["median"]["step_s"] > 0 and data["ratio"]["compared"] == "sandgym-train"
     assert data["ratio"]["time_per_step"] > 0 and data["ratio"]["peak_rss"] > 0
     assert "sandgym / TRL" in proc.stdout
