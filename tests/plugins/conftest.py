@@ -10,9 +10,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
-from sandgym.envs import host_verifiers
+from sandgym.envs import host_verifiers, registration
 from sandgym.envs.registration import register_plugins
 from sandgym.tasks import registry
 
@@ -20,6 +21,9 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugin_env"
 
 
 def _reset_plugin_caches() -> None:
+    for env_id in [k for k in gym.registry if k.startswith("sandgym_plugin_example/")]:
+        del gym.registry[env_id]
+        registration._plugin_ids.pop(env_id, None)
     registry._plugin_suites.cache_clear()
     host_verifiers._loaded_plugins.clear()
     for name in [n for n in host_verifiers.HOST_VERIFIERS if n.startswith("plugin_example.")]:
