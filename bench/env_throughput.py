@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from honest import load_line  # bench/honest.py
+
 from sandgym.agents.scripted import OracleAgent, call, run_episode
 from sandgym.envs.long_context import LongContextEnv
 from sandgym.rollout.runner import RunConfig, run
@@ -84,6 +86,8 @@ def main() -> None:
     if args.quick:
         episodes, reps, sizes = 4, 3, (1000, 4000)
 
+    print(load_line("start") + f"; {episodes} episodes per throughput run (one run each), medians of {reps} "
+          "repeats per step cost", flush=True)
     throughput = [episodes_per_second(episodes, args.workers, reuse) for reuse in (False, True)]
     print(f"\n### Oracle on coding:train, {args.workers} workers\n")
     print("| sandbox per episode | episodes | episodes/s | success |\n|---|---:|---:|---:|")
@@ -98,6 +102,7 @@ def main() -> None:
     print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
     for r in rows:
         print("| " + " | ".join(str(r.get(c, "-")) for c in cols) + " |")
+    print(load_line("end"))
     print(f"\nFor scale: one 50-token model turn costs ~{50 * MODEL_MS_PER_TOKEN:.0f} ms at "
           f"{MODEL_MS_PER_TOKEN:.0f} ms/token.")
     if args.json:

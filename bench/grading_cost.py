@@ -10,9 +10,10 @@ Prints a Markdown table (pasted into docs/BENCHMARKS.md, "## Grading") with medi
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
+
+from honest import load_line, spread  # bench/honest.py
 
 from sandgym.sandbox import LocalSandbox
 from sandgym.tasks.registry import load_suite
@@ -24,7 +25,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
-    print(f"load before: {os.getloadavg()[0]:.2f}", flush=True)
+    print(load_line("start") + f"; {args.reps} repeats per isolation, alternating", flush=True)
     rows = []
     with LocalSandbox() as sb:
         for fam in FAMILIES:
@@ -41,8 +42,9 @@ def main() -> None:
                 assert rep.all_passed, (fam, iso, [o for o in rep.outcomes if o.outcome != "passed"][:1])
             p, q = statistics.median(times["process"]), statistics.median(times["in-process"])
             rows.append((fam, v.expected_tests, p, q))
-            print(f"{fam}: process {p:.0f} ms, in-process {q:.0f} ms", flush=True)
-    print(f"load after: {os.getloadavg()[0]:.2f}\n")
+            print(f"{fam}: process {spread(times['process'], '.0f')} ms, in-process "
+                  f"{spread(times['in-process'], '.0f')} ms", flush=True)
+    print(load_line("end") + "\n")
     print("| family | tests | process (ms) | in-process (ms) | ratio |")
     print("|---|---:|---:|---:|---:|")
     for fam, n, p, q in rows:

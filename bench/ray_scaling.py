@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from honest import load_line  # bench/honest.py
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tests` (tiny model, toy env) when run as a script
 
 
@@ -105,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     init_ray(num_cpus=args.num_cpus)
+    print(load_line("start") + "; one run per row (no repeats: compare rows of the same run)", flush=True)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -122,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in results["train"]:
                 print(f"| {r['regime']} | {r['mode']} | {r['steps']} | {r['step_s']:.2f} | {100 * r['wait_share']:.0f}% | "
                       f"{100 * r['learn_share']:.0f}% | {r['staleness_mean']:.2f} |")
+    print(load_line("end"))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), encoding="utf-8")
     return 0

@@ -15,6 +15,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from honest import load_line  # bench/honest.py
+
 from sandgym.sandbox import Limits, LocalSandbox
 
 FLOOR_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -59,6 +61,7 @@ def main() -> None:
     if args.nice:
         os.nice(args.nice)
     n, n_slow = args.n, max(10, args.n // 5)
+    start_load = load_line("start")
     res: dict[str, list[float]] = {}
 
     def floor() -> None:
@@ -100,11 +103,8 @@ def main() -> None:
 
         measure("sandbox start: LocalSandbox() + wait_ready() + close()", start, max(5, n_slow // 2), 1)
     t0 = pct(res["floor: bare python3 -I -S -c pass"], 0.5)
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = float("nan")
-    print(f"# {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, load {load:.2f}, nice {args.nice}, "
+    print(f"# {start_load}; {load_line('end')}; {n} repeats of the fast measurements (p50, p90 and min below)")
+    print(f"# {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, nice {args.nice}, "
           f"python {platform.python_version()}, floor python {FLOOR_PYTHON}")
     print(f"# limits per sandbox: {limits_note}")
     print("| measurement | p50 ms | p90 ms | min ms | p50 / floor | in-sandbox CPU p50 ms |")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium
+from honest import load_line, spread  # bench/honest.py (the script's folder is on sys.path)
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -554,6 +555,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         threads=a.threads, seed=a.seed, micro_batch=a.micro_batch, merge_for_generation=not a.no_merge,
     )
     summary: dict[str, Any] = {"config": asdict(cfg), "load_average": os.getloadavg()}
+    print(load_line("start") + f"; {cfg.warmup} warm-up + {cfg.steps} measured steps per trainer (median, spread)",
+          flush=True)
     for which in ("sandgym-train", "sandgym", "trl"):
         if a.only not in ("all", which):
             continue
@@ -569,7 +572,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 x["step_s"] - x["generate_s"] - x["ref_s"] for x in res["steps"][cfg.warmup :]
             )
         summary[which] = s
-        print(f"  {which}: {s['median']['step_s']:.2f} s/step, peak RSS {s['peak_rss_mb']:.0f} MB", flush=True)
+        measured = [x["step_s"] for x in res["steps"][cfg.warmup:]]
+        print(f"  {which}: {spread(measured, '.2f')} s/step, peak RSS {s['peak_rss_mb']:.0f} MB", flush=True)
     ours = "sandgym-train" if "sandgym-train" in summary else "sandgym"
     if ours in summary and "trl" in summary:
         summary["ratio"] = {
@@ -582,6 +586,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "memory": summary["ratio"]["peak_rss"] <= 1.0,
         }
     summary["load_average_end"] = os.getloadavg()
+    print(load_line("end"))
     print()
     print(report(summary))
     if a.out is not None:

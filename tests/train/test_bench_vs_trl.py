@@ -14,6 +14,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "vs_trl.py"
 
 
 def _load_bench():
+    if str(BENCH.parent) not in sys.path:  # as when run as a script: bench/honest.py is importable
+        sys.path.insert(0, str(BENCH.parent))
     spec = importlib.util.spec_from_file_location("bench_vs_trl", BENCH)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
