@@ -1,4 +1,4 @@
-"""``sandgym train`` and ``sft`` (from :mod:`sandgym.train.cli`, with periodic evaluation wired in as the loop's
+"""X
 hook), ``sandgym sweep`` and ``sandgym demo``."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from typing import Any
 
 from sandgym.experiments import sweep_cli
 from sandgym.experiments.demo import main
-from sandgym.experiments.periodic_eval import maybe_periodic_eval
+from sandgym.experiments.periodic_eval import training_hooks
 from sandgym.train import cli as train_cli
 
 
 def add_commands(sub: Any) -> None:
-    train_cli.add_commands(sub, on_eval=maybe_periodic_eval)
+    train_cli.add_commands(sub, on_eval=training_hooks)
     sweep_cli.add_commands(sub)
     demo = sub.add_parser("demo", add_help=False, prefix_chars="+", help="the demo: SFT, RL and base/SFT/SFT+RL evaluation of one "
                           "track (--track test_and_fix|json_tools|single_turn; `sandgym demo --help`)")
