@@ -1,5 +1,5 @@
-"""X
-hook), ``sandgym sweep`` and ``sandgym demo``."""
+"""``sandgym train`` and ``sft`` (from :mod:`sandgym.train.cli`, with periodic evaluation and the judge's
+re-calibration wired in as the loop's hook), ``sandgym sweep`` and ``sandgym demo``."""
 
 from __future__ import annotations
 
