@@ -62,6 +62,8 @@ def add_from_repo(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--name", default=None, help="suite name in task ids (default: the folder name)")
     p.add_argument("--max-file-kb", type=int, default=64, help="files larger than this are left out (default 64)")
+    p.add_argument("--exclude-tests", action="append", default=[], metavar="GLOB",
+                   help="test files to leave out, e.g. tests/test_huge.py (repeatable)")
     p.add_argument("--no-scrub", action="store_true", help="do not remove secrets (not recommended)")
     p.add_argument("--scrub-pattern", action="append", default=[], metavar="KIND=REGEX",
                    help="extra secret pattern (repeatable)")
@@ -77,7 +79,7 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     config = FromRepoConfig(
         repo=args.path, out=args.out, kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
         max_tasks=args.max_tasks, heldout_fraction=args.heldout_fraction, seed=args.seed, name=args.name,
-        max_file_bytes=args.max_file_kb * 1000, scrub=not args.no_scrub,
+        max_file_bytes=args.max_file_kb * 1000, exclude_tests=tuple(args.exclude_tests), scrub=not args.no_scrub,
         scrub_patterns=parse_patterns(args.scrub_pattern), timeout_s=args.timeout, backend=args.backend,
         requirements=tuple(args.requirement))
     result = run(config)

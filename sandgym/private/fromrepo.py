@@ -63,6 +63,9 @@ class FromRepoConfig:
     name: str | None = None
     """Suite name used in task ids (default: the repository folder's name)."""
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    exclude_tests: tuple[str, ...] = ()
+    """Glob patterns of test files to leave out (e.g. a suite of 50k parametrised cases too slow to re-run per
+    candidate); they are listed in the report's skipped files."""
     scrub: bool = True
     """Remove secrets from every file and prompt (see ``sandgym.private.scrub``)."""
     scrub_patterns: Mapping[str, str] = field(default_factory=dict)
@@ -243,7 +246,7 @@ def _is_special(target: Target) -> bool:
 
 def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = None) -> FromRepoResult:
     """Make verified tasks from a repository (see the module docstring); nothing is written."""
-    snap = read_repo(config.repo, max_file_bytes=config.max_file_bytes)
+    snap = read_repo(config.repo, max_file_bytes=config.max_file_bytes, exclude_tests=tuple(config.exclude_tests))
     scrubber = Scrubber(dict(config.scrub_patterns))
     files, tests, support = dict(snap.files), dict(snap.tests), dict(snap.support)
     if snap.pytest_config is not None:  # the grader runs every hidden test with the repository's settings

@@ -15,6 +15,7 @@ binary, e.g. compiled locale catalogues) goes to the workspace with the package;
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -83,8 +84,11 @@ def _in_package(base: Path, rel: Path) -> bool:
     return any((base / Path(*rel.parts[:i]) / "__init__.py").is_file() for i in range(1, len(rel.parts)))
 
 
-def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Snapshot:
-    """Snapshot a repository folder; TaskError when it is not a folder or holds no Python source or tests."""
+def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+              exclude_tests: tuple[str, ...] = ()) -> Snapshot:
+    """Snapshot a repository folder; TaskError when it is not a folder or holds no Python source or tests.
+
+    ``exclude_tests``: glob patterns (``tests/test_version.py``, ``tests/slow/*``) of test files to leave out."""
     base = Path(root).resolve()
     if not base.is_dir():
         raise TaskError(f"repository path {str(root)!r} is not a folder; pass the root of a checked-out repository")
@@ -132,7 +136,10 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES)
                 skipped.append((rel.as_posix(), "binary"))  # a binary .py, or outside the package and tests
             continue
         if is_test_file(rel):
-            tests[rel.as_posix()] = text
+            if any(fnmatch.fnmatch(rel.as_posix(), pattern) for pattern in exclude_tests):
+                skipped.append((rel.as_posix(), "excluded by --exclude-tests"))
+            else:
+                tests[rel.as_posix()] = text
             continue
         if in_tests and rel.name == "pytest.ini":
             skipped.append((rel.as_posix(), "a nested pytest.ini (the root configuration applies)"))

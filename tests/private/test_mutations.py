@@ -143,6 +143,9 @@ def test_snapshot_skips_and_flattens(tmp_path: Path) -> None:
     reasons = dict(snap.skipped)
     assert reasons["src/pkg/big.py"].startswith("over") and reasons["src/pkg/bin.py"] == "binary"
     assert "tests/conftest.py" in snap.support and "tests/conftest.py" not in snap.files
+    fewer = read_repo(tmp_path, max_file_bytes=1000, exclude_tests=("tests/integration/*",))
+    assert set(fewer.tests) == {"tests/unit/test_pkg.py"}
+    assert ("tests/integration/test_pkg.py", "excluded by --exclude-tests") in fewer.skipped
 
 
 def test_snapshot_errors_say_what_to_do(tmp_path: Path) -> None:
