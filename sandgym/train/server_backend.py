@@ -2,8 +2,9 @@
 
     collect(step)     -> the step's trajectories, sampled on the server by the adapter version the step names
     update            -> the optimiser step on the driver's model (as LocalBackend)
-    publish(version)  -> save the adapter, hot-load it as ``<run>-v<version>`` (``/v1/load_lora_adapter``) and
-                         unload versions no longer needed: only the adapter moves, never the base weights
+    publish(version)  -> save the adapter, hot-load it as ``<run>-v<version>`` (``/v1/load_lora_adapter``, in the
+                         background) and unload versions no longer needed: only the adapter moves, never the
+                         base weights
 
 Trajectories carry the server's exact token ids and log-probs (:class:`~sandgym.agents.server_policy.ServerPolicy`)
 and, as ``policy_version``, the adapter version that sampled them. The truncated importance weight of the loss
@@ -61,9 +62,11 @@ class ServerBackend:
         self.loaded: list[int] = []
         self.version = start
         self.lags: list[int] = []
-        self.t_publish = self.t_wait = 0.0
+        self.t_publish = self.t_wait = self.t_adapter_wait = 0.0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandgym-server-rollout")
         self._next: tuple[int, Future[tuple[list[Trajectory], float]]] | None = None
+        self._admin = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandgym-server-adapters")
+        self._swap: Future[None] | None = None
         self.publish(start)
 
     def name(self, version: int) -> str:
@@ -77,12 +80,14 @@ class ServerBackend:
         if self._next is not None and self._next[0] == step:
             trajs, t_gen = self._next[1].result()
         else:
+            self._installed()
             trajs, t_gen = self._roll(step, self._tasks(step), self.version)
         self._next = None
         self.t_wait = time.perf_counter() - t0
         self.lags = [step - t.policy_version for t in trajs]
         if self.ahead and step + 1 < self.config.optim.steps:
             tasks = self._tasks(step + 1)  # drawn here, in the loop's thread (the mixer is not shared)
+            self._installed()
             self._next = (step + 1, self._pool.submit(self._roll, step + 1, tasks, self.version))
         return trajs, t_gen
 
@@ -97,16 +102,30 @@ class ServerBackend:
         return trajs, time.perf_counter() - t0
 
     def publish(self, version: int) -> None:
-        """Save the adapter, load it on the server as ``name(version)``, unload versions nothing will sample."""
+        """Save the adapter now; load it on the server as ``name(version)`` (and unload versions nothing will
+        sample) in the background: the server finishes the batch it is running first, and the learner need not
+        wait for that; the next rollout with this version does."""
+        self._installed()  # the previous version is in (the swaps run in order)
         t0 = time.perf_counter()
-        keep = 2 if self.ahead else 1  # a rollout running ahead samples the newest version until this one is in
+        path = self.policy.save_adapter(self.adapter_dir / f"v{version}")
+        self._swap = self._admin.submit(self._install, version, path)
+        self.version = version
+        self.t_publish = time.perf_counter() - t0
+
+    def _install(self, version: int, path: Path) -> None:
+        keep = 2 if self.ahead else 1  # a rollout running ahead samples the version before this one
         while len(self.loaded) >= keep:  # unloaded first: the server needs only `keep` adapter slots
             self._drop(self.loaded.pop(0))
-        path = self.policy.save_adapter(self.adapter_dir / f"v{version}")
         self.client.load_adapter(self.name(version), str(path))
-        self.version = version
         self.loaded.append(version)
-        self.t_publish = time.perf_counter() - t0
+
+    def _installed(self) -> None:
+        """Wait until the newest published version is loaded on the server (its errors surface here)."""
+        if self._swap is not None:
+            t0 = time.perf_counter()
+            self._swap.result()
+            self._swap = None
+            self.t_adapter_wait += time.perf_counter() - t0
 
     def _drop(self, version: int) -> None:
         try:
@@ -116,8 +135,9 @@ class ServerBackend:
 
     def metrics(self, step: int, t_total: float) -> dict[str, float]:
         lags = self.lags or [0]
+        waited, self.t_adapter_wait = self.t_adapter_wait, 0.0
         return {"server/adapter_version": float(self.version), "server/publish_s": self.t_publish,
-                "server/wait_s": self.t_wait,
+                "server/adapter_wait_s": waited, "server/wait_s": self.t_wait,
                 "server/staleness_mean": sum(lags) / len(lags), "server/staleness_max": float(max(lags))}
 
     def sync_optimizer(self) -> None:
@@ -129,6 +149,9 @@ class ServerBackend:
             with contextlib.suppress(Exception):  # its result is not needed
                 self._next[1].result()
         self._pool.shutdown(wait=True)
+        with contextlib.suppress(Exception):  # a failed load was reported by the step that needed it
+            self._installed()
+        self._admin.shutdown(wait=True)
         with contextlib.suppress(InferenceServerError):  # the server went away first: nothing left to unload
             for v in self.loaded:
                 self._drop(v)
