@@ -7,8 +7,9 @@ share one prompt prefill. Each row has its own ``torch.Generator`` (seeded when 
 sample does not depend on which other requests share its batch.
 
 Adapters are PEFT LoRA directories (``HFPolicy.save_adapter`` output), loaded into one ``PeftModel`` under their
-names; a batch activates its adapter, base-model batches run with adapters disabled. Only adapters move: the
-base weights are loaded once.
+names. A batch's adapter is merged into the targeted weights (from a kept pristine copy, so switching back is
+exact) and the model runs with LoRA disabled, at the plain model's speed; base-model batches run on the pristine
+weights. Only adapters move: the base weights are loaded once.
 """
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ class ModelEngine:
         self.adapters: dict[str, str] = {}
         """Loaded adapter name -> its directory."""
         self._peft: Any = None
+        self._pristine: dict[str, torch.Tensor] = {}
+        self._merged: str | None = None
+        """The adapter merged into the LoRA layers' base weights now (None: none)."""
         self._lock = threading.Lock()  # adapter changes vs. a running batch
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._worker = threading.Thread(target=self._run, name="sandgym-model-engine", daemon=True)
@@ -146,9 +150,12 @@ class ModelEngine:
         if name not in self.adapters:
             raise AdapterError(f"The lora adapter '{name}' cannot be found.", status=404)
         with self._lock:
+            if self._merged == name or len(self.adapters) == 1:
+                self._merge(None)
             if len(self.adapters) == 1:  # PEFT keeps at least one adapter: take the LoRA layers out, keep the base
                 self.base = self._peft.unload().eval()
                 self._peft = None
+                self._pristine.clear()
             else:
                 rest = next(a for a in self.adapters if a != name)
                 self._peft.set_adapter(rest)
@@ -207,9 +214,11 @@ class ModelEngine:
         gens = [torch.Generator().manual_seed(r.seed if r.seed is not None else int(torch.seed()) % (1 << 63))
                 for r in rows]
         with self._lock:
-            model = self._model_for(key.adapter)
-            disable = self._peft is not None and key.adapter is None
-            ctx = self._peft.disable_adapter() if disable else contextlib.nullcontext()
+            model = self.base if self._peft is None else self._peft
+            if self._peft is not None:
+                self._merge(key.adapter)
+            # the adapter (if any) is merged into the weights: the LoRA layers run disabled, at the plain model's speed
+            ctx = self._peft.disable_adapter() if self._peft is not None else contextlib.nullcontext()
             with ctx:
                 return sample_batch(
                     model, [r.prompt for r in rows], max_new_tokens=[r.max_tokens for r in rows], generators=gens,
@@ -219,9 +228,23 @@ class ModelEngine:
                     pad_token_id=int(self.tokenizer.pad_token_id),
                 )
 
-    def _model_for(self, adapter: str | None) -> Any:
-        if self._peft is None:
-            return self.base
-        if adapter is not None:
-            self._peft.set_adapter(adapter)
-        return self._peft
+    def _merge(self, adapter: str | None) -> None:
+        """Make every LoRA layer's base weight its pristine copy plus ``adapter``'s delta (None: pristine alone).
+        Each layer's pristine weight is kept from when it was first wrapped (one copy of the targeted weights);
+        switching adapters copies it back, so the base weights never drift."""
+        from peft.tuners.lora import LoraLayer
+
+        if adapter == self._merged:
+            return
+        with torch.no_grad():
+            for name, layer in self._peft.named_modules():
+                if not isinstance(layer, LoraLayer):
+                    continue
+                module: Any = layer
+                weight: torch.Tensor = module.get_base_layer().weight
+                if name not in self._pristine:
+                    self._pristine[name] = weight.detach().clone()
+                weight.copy_(self._pristine[name])
+                if adapter is not None and adapter in module.lora_A:
+                    weight.add_(module.get_delta_weight(adapter).to(weight.dtype))
+        self._merged = adapter

@@ -71,7 +71,8 @@ def test_token_prompt_returns_exact_ids_and_tempered_logprobs(server: RunningSer
         assert torch.allclose(torch.tensor(c.logprobs), expect, atol=1e-4)  # what the learner recomputes
 
 
-def test_lora_adapters_load_select_unload(server: RunningServer, policy: ServerPolicy, adapter_dir: Path) -> None:
+def test_lora_adapters_load_select_unload(server: RunningServer, policy: ServerPolicy, adapter_dir: Path,
+                                         tiny_model_dir: Path) -> None:
     client, ids = InferenceClient(server.url), prompt(policy)
     greedy = dict(max_tokens=6, temperature=0.0)
     base = client.complete_tokens(NAME, ids, **greedy)[0]
@@ -80,6 +81,12 @@ def test_lora_adapters_load_select_unload(server: RunningServer, policy: ServerP
         assert [(c.id, c.parent) for c in client.models()] == [(NAME, None), ("v1", NAME)]
         tuned = client.complete_tokens("v1", ids, **greedy)[0]
         assert tuned.logprobs != base.logprobs  # the request's model selects the adapter
+        learner = HFPolicy(str(tiny_model_dir), lora=None, adapter=str(adapter_dir)).model.eval()
+        full = torch.tensor([ids + list(tuned.token_ids)])
+        with torch.no_grad():  # the server's merged weights give what the learner's LoRA forward gives
+            lp = torch.log_softmax(learner(input_ids=full).logits[0].float(), dim=-1)
+        pos = torch.arange(len(ids), full.shape[1])
+        assert torch.allclose(torch.tensor(tuned.logprobs), lp[pos - 1, full[0, pos]], atol=1e-4)
         assert client.complete_tokens(NAME, ids, **greedy)[0] == base  # the base model stays itself
         with pytest.raises(InferenceServerError, match="already been loaded"):
             client.load_adapter("v1", str(adapter_dir))
