@@ -18,6 +18,7 @@ import contextlib
 import os
 import queue
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -102,6 +103,10 @@ class ModelEngine:
         self = cls.__new__(cls)
         self._setup(model, tokenizer, served_name, served_name, max_loras)
         return self
+
+    batch_window_s: float = 0.02
+    """How long the worker waits after a request arrives for others to join its batch (the requests of one
+    rollout turn arrive a few milliseconds apart)."""
 
     def _setup(self, base: Any, tokenizer: Any, name: str, root: str, max_loras: int) -> None:
         if max_loras < 1:
@@ -188,9 +193,11 @@ class ModelEngine:
                 return
             batch: list[_Job] = [job]
             rest: list[_Job | None] = []
-            while True:  # everything already waiting that can share the batch
+            deadline = time.monotonic() + self.batch_window_s
+            while True:  # everything waiting, or arriving within the batch window, that can share the batch
+                remaining = deadline - time.monotonic()
                 try:
-                    nxt = self._queue.get_nowait()
+                    nxt = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if nxt is None:
