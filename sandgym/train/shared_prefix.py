@@ -14,6 +14,8 @@ under checkpointing.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,7 +105,8 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
 
 def set_activation_checkpointing(model: Any, on: bool) -> None:
     """Turn activation checkpointing of every decoder layer on or off (non-reentrant, so LoRA's frozen inputs need
-    no gradient). Layers keep the learner's :class:`PrefixLayer` cache under it: its replay is exact."""
+    no gradient). Layers keep the learner's :class:`PrefixLayer` cache under it: its replay is exact. Turning it on
+    also makes freed activations go back to the system (:func:`return_freed_memory`)."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     new_api = hasattr(inner, "activation_checkpointing_enable")  # transformers >= 5.2x; older: gradient_*
     if on and new_api:
@@ -112,5 +115,28 @@ def set_activation_checkpointing(model: Any, on: bool) -> None:
         inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     else:
         (inner.activation_checkpointing_disable if new_api else inner.gradient_checkpointing_disable)()
+    if on:
+        return_freed_memory()
     for layer in decoder_layers(inner):
         setattr(layer, "_can_checkpoint_with_cache", on)  # noqa: B010 (an instance flag over transformers' class one)
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+RETURN_ABOVE = 1 << 20
+
+
+def return_freed_memory() -> bool:
+    """Make glibc give large freed blocks back to the system at once (``mallopt`` of ``M_MMAP_THRESHOLD`` and
+    ``M_TRIM_THRESHOLD`` to 1 MiB).
+
+    glibc's default threshold adapts upwards after a large block is freed, so the learner's layer-sized
+    activations (recomputed and freed layer by layer under checkpointing) end up in a heap that is never trimmed:
+    measured at 2K tokens, one row, peak RSS 3.2 GB with the default, 2.7 GB with only the trim threshold, 1.2 GB
+    with both. Returns False where it does not apply (not glibc)."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        return bool(libc is not None and libc.mallopt(M_TRIM_THRESHOLD, RETURN_ABOVE)
+                    and libc.mallopt(M_MMAP_THRESHOLD, RETURN_ABOVE))
+    except (OSError, AttributeError):
+        return False

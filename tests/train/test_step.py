@@ -135,3 +135,24 @@ def test_groups_share_a_micro_batch_and_their_prompt():
     mbs = list(micro_batches([a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3]], 4))
     assert [shared_prefix(mb) for mb in mbs] == [24, 24]
     assert {frozenset(map(id, mb)) for mb in mbs} == {frozenset(map(id, a)), frozenset(map(id, b))}
+
+
+def test_freed_activations_go_back_to_the_system():
+    """With checkpointing on, layer-sized blocks freed by the learner are returned at once (glibc's adaptive
+    threshold would otherwise keep them in a heap that is never trimmed)."""
+    import sys
+
+    from sandgym.train.shared_prefix import return_freed_memory
+
+    if not sys.platform.startswith("linux") or not return_freed_memory():
+        pytest.skip("glibc's mallopt only")
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096 / 2**20
+
+    before = rss_mb()
+    blocks = [torch.ones(1 << 20) for _ in range(100)]  # 100 blocks of 4 MiB, written
+    held = rss_mb()
+    del blocks
+    assert held - before > 300 and rss_mb() - before < 50
