@@ -9,8 +9,9 @@ SmolLM2-135M and a fresh LoRA adapter, float32, 2 threads:
 
 * prefill tokens/s: sandgym's sampler producing one token from the prompt (``sample_batch``, what a rollout runs)
   against one ``model(ids, use_cache=True)`` forward;
-* decode ms/token at that context: ``--decode`` more tokens, minus the prefill, per token (sandgym's sampler vs
-  ``model.generate`` with the same count, no early stop);
+* decode ms/token at that context: the median time of one decoding forward call (timed directly by hooks on the
+  model) while sampling ``--decode`` tokens (sandgym's sampler vs ``model.generate`` with the same count, no
+  early stop);
 * learner fwd+bwd tokens/s: one ``learner_update`` on a sample whose last 64 tokens are the completion (sandgym:
   logits only from the completion on, log-probs row by row) against a plain forward of the whole sequence with
   full logits, cross-entropy on the same 64 tokens and ``backward``;
@@ -90,13 +91,17 @@ def run_one(length: int, impl: str, decode: int, repeats: int) -> dict[str, Any]
         return time.perf_counter() - t
 
     generate, learn = (sandgym_gen, sandgym_learn) if impl == "sandgym" else (plain_gen, plain_learn)
+    calls: list[float] = []  # every forward call of the sampling model, timed directly (decode = calls after the 1st)
+    started: list[float] = []
+    gen.register_forward_pre_hook(lambda *_: started.append(time.perf_counter()))
+    gen.register_forward_hook(lambda *_: calls.append(time.perf_counter() - started[-1]))
     generate(1)  # warm-up (allocator, kernels, autograd), not timed
     learn()
     for _ in range(repeats):
-        pre = generate(1)
-        full = generate(decode + 1)
-        out["prefill_tok_s"].append(length / pre)
-        out["decode_ms_tok"].append(max(full - pre, 0.0) / decode * 1000)
+        out["prefill_tok_s"].append(length / generate(1))
+        calls.clear()
+        generate(decode + 1)
+        out["decode_ms_tok"].append(statistics.median(calls[1:]) * 1000)
         out["learner_tok_s"].append(length / learn())
     row: dict[str, Any] = {k: statistics.median(v) for k, v in out.items()}
     row.update(length=length, impl=impl, attention=str(getattr(model.config, "_attn_implementation", "?")),
