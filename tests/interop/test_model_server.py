@@ -4,6 +4,10 @@ adapters loaded, selected and unloaded by name, token-in/token-out rollouts thro
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,3 +185,29 @@ def test_eval_through_the_server(server: RunningServer, tmp_path: Path) -> None:
     rows = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
     assert len(rows) == 2
     assert main(["eval", "--policy", "server:localhost:1", "--suite", "coding/strings:heldout"]) == 2
+
+
+def test_cli_serves_until_stopped(tiny_model_dir: Path) -> None:
+    """`sandgym serve-model` as a user runs it: a process that prints where it listens and answers there."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "sandgym", "serve-model", "--model", str(tiny_model_dir),
+                             "--served-model-name", "cli-tiny", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == f"sandgym serve-model: cli-tiny on http://127.0.0.1:{port}/v1 (max_loras=4)"
+        client = InferenceClient(f"http://127.0.0.1:{port}", retries=0)
+        for _ in range(600):  # the line is printed just before uvicorn binds the port
+            try:
+                assert [c.id for c in client.models()] == ["cli-tiny"]
+                break
+            except InferenceServerError:
+                assert proc.poll() is None, "serve-model exited"
+                time.sleep(0.1)
+        else:
+            raise AssertionError("serve-model never answered")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
