@@ -73,4 +73,4 @@ def test_whole_script_both_trainers(tiny_model_dir, tmp_path) -> None:
     assert data["sandgym"]["median"]["step_s"] > 0 and data["trl"]["median"]["step_s"] > 0
     assert data["sandgym-train"]["median"]["step_s"] > 0 and data["ratio"]["compared"] == "sandgym-train"
     assert data["ratio"]["time_per_step"] > 0 and data["ratio"]["peak_rss"] > 0
-    assert "sandgym / TRL" in proc.stdout
+    assert "ratio to TRL" in proc.stdout and "sandgym train loop" in proc.stdout
