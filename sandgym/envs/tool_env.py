@@ -64,6 +64,12 @@ class _Counts:
     tested_before_submit: bool = False
 
 
+TEST_HINTS = {True: "All visible tests pass. Reply SUBMIT to submit.",
+              False: "Not all visible tests pass: reply with the whole corrected ```python block."}
+"""The line a test run ends with in ``code_action="test"`` when ``test_hints`` is on, by whether every visible
+test passed: the next step the result calls for, so that a small model's choice between revising and submitting
+can rest on one salient line instead of on reading the counts (docs/BENCHMARKS.md, the test-and-fix track)."""
+
 _ERROR_FIELD = {"malformed": "malformed_calls", "unknown_tool": "unknown_tools", "bad_args": "bad_args",
                 "no_call": "no_call_turns"}
 
@@ -95,6 +101,9 @@ class ToolEnv(gym.Env[str, str]):
             ``reward_components`` the episode total under ``intermediate@v1``, and the system prompt of a task that
             declares checkpoints one line on how to state them. The step reward itself never includes it. Off by
             default: then nothing changes.
+        test_hints: in ``code_action="test"``, end each test run's result with the next step it calls for
+            (:data:`TEST_HINTS`: SUBMIT when every visible test passed, a corrected block otherwise). The hint
+            says what the result means, never what the code should be; ``False`` leaves the bare summary.
     """
 
     TURN_TERM = "intermediate@v1"
@@ -126,6 +135,7 @@ class ToolEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         system_prompt: str | None = None,
         turn_rewards: bool = False,
+        test_hints: bool = True,
     ) -> None:
         if code_action not in ("python", "submit", "test", None):
             raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', 'test', None")
@@ -156,6 +166,7 @@ class ToolEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.custom_system_prompt = system_prompt
         self.turn_rewards = bool(turn_rewards)
+        self.test_hints = bool(test_hints)
         self._decided: dict[int, bool] = {}
         self.observation_space = AnyText()
         self.action_space = AnyText()
@@ -369,7 +380,10 @@ class ToolEnv(gym.Env[str, str]):
             if not result.ok:
                 self._counts.tool_errors += 1
             self._track_testing(ctx, call.name)
-            new.append({"role": "tool", "name": call.name, "content": result.content})
+            content = result.content
+            if self.test_hints and call.code_action and call.name == "run_tests" and ctx.visible_results:
+                content += "\n" + TEST_HINTS[ctx.visible_results[-1]]
+            new.append({"role": "tool", "name": call.name, "content": content})
         for e in errors:
             setattr(self._counts, _ERROR_FIELD[e.kind], getattr(self._counts, _ERROR_FIELD[e.kind]) + 1)
         if errors:

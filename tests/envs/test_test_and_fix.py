@@ -113,3 +113,28 @@ def test_a_run_on_the_untouched_start_is_not_the_first_attempt(task):
     a = steps[-1][4]["outcome"].actions
     assert steps[0][4]["actions"].test_runs == 1 and steps[0][4]["actions"].first_test_passed is None
     assert (a.test_runs, a.first_test_passed, a.last_test_passed, a.submitted) == (2, False, False, True)
+
+
+def test_each_test_run_ends_with_the_step_it_calls_for_and_hints_can_be_turned_off(task):
+    from sandgym.envs.tool_env import TEST_HINTS
+
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=4)
+    failing, passing, _ = play(env, task, [block(broken(task)), block(task.reference.files["solution.py"]), "SUBMIT"])
+    env.close()
+    last_line = lambda obs: obs.replace("</tool_response>", "").rstrip().splitlines()[-1]  # noqa: E731
+    assert last_line(failing[0]) == TEST_HINTS[False] and TEST_HINTS[True] not in failing[0]
+    assert last_line(passing[0]) == TEST_HINTS[True] and TEST_HINTS[False] not in passing[0]
+    assert "SUBMIT" not in failing[0]  # the failing run never suggests submitting
+    bare = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=4, test_hints=False)
+    (obs, *_), = play(bare, task, [block(broken(task))])
+    bare.close()
+    assert obs.rstrip() and all(h not in obs for h in TEST_HINTS.values())
+
+
+def test_hints_follow_only_code_action_test_runs_not_a_run_tests_call(task):
+    from sandgym.envs.tool_env import TEST_HINTS
+
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["run_tests", "submit"]), max_turns=4)
+    (obs, *_), = play(env, task, [call("run_tests")])
+    env.close()
+    assert all(h not in obs for h in TEST_HINTS.values())
