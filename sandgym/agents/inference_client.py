@@ -8,15 +8,14 @@ also returns those (``return_token_ids``, vLLM >= 0.10.2).
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from sandgym.agents.http_transport import request
 from sandgym.errors import ConfigError, SandgymError
 
 TOKEN_ID_PREFIX = "token_id:"
@@ -120,32 +119,9 @@ class InferenceClient:
             raise InferenceServerError(f"{self.base_url}{path}: not JSON ({e}): {raw[:200]!r}") from e
 
     def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> bytes:
-        payload = json.dumps(body).encode() if body is not None else None
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        conn_cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-        last: Exception | None = None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(8.0, 0.5 * 2**attempt))
-            conn = conn_cls(self._parts.netloc, timeout=self.timeout_s)
-            try:
-                conn.request(method, self._prefix + path, body=payload, headers=headers)
-                resp = conn.getresponse()
-                raw = resp.read()
-                if resp.status == 429 or resp.status >= 500:
-                    last = InferenceServerError(f"{self.base_url}{path}: HTTP {resp.status}: {_message(raw)}")
-                    continue
-                if resp.status != 200:
-                    raise InferenceServerError(f"{self.base_url}{path}: HTTP {resp.status}: {_message(raw)}")
-                return raw
-            except (OSError, http.client.HTTPException) as e:
-                last = e
-            finally:
-                conn.close()
-        raise InferenceServerError(f"{self.base_url}{path} failed after {self.retries + 1} attempts: {last}; is the "
-                                   "server running at that address?") from last
+        return request(self._parts, method, self._prefix + path, body, api_key=self.api_key, timeout_s=self.timeout_s,
+                       retries=self.retries, fail=InferenceServerError, describe=_message,
+                       hint="; is the server running at that address?")
 
 
 def parse_completion(body: Any) -> list[TokenCompletion]:

@@ -4,15 +4,14 @@ text-level policy, for evaluation. Standard library only (http.client), requests
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
+from sandgym.agents.http_transport import request
 from sandgym.agents.policy import Generation, GenerationRequest, OnDone, SamplingParams, TextPolicy
 from sandgym.errors import ConfigError, SandgymError
 
@@ -96,34 +95,13 @@ class OpenAIPolicy(TextPolicy):
         return Generation(text=text, truncated=reason == "length", metadata={"finish_reason": reason, "usage": data.get("usage", {})})
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        payload = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        url_path = (self._parts.path.rstrip("/") or "") + path
-        conn_cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-        last: Exception | None = None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(8.0, 0.5 * 2**attempt))
-            conn = conn_cls(self._parts.netloc, timeout=self.timeout_s)
-            try:
-                conn.request("POST", url_path, body=payload, headers=headers)
-                resp = conn.getresponse()
-                raw = resp.read()
-                if resp.status == 429 or resp.status >= 500:
-                    last = EndpointError(f"{self.base_url}{path}: HTTP {resp.status}: {raw[:200]!r}")
-                    continue
-                if resp.status != 200:
-                    raise EndpointError(
-                        f"{self.base_url}{path}: HTTP {resp.status}: {raw[:300]!r}; check base_url, model={self.model!r} and api_key"
-                    )
-                return json.loads(raw)
-            except (OSError, http.client.HTTPException, json.JSONDecodeError) as e:
-                last = e
-            finally:
-                conn.close()
-        raise EndpointError(f"{self.base_url}{path} failed after {self.retries + 1} attempts: {last}") from last
+        raw = request(self._parts, "POST", (self._parts.path.rstrip("/") or "") + path, body, api_key=self.api_key,
+                      timeout_s=self.timeout_s, retries=self.retries, fail=EndpointError,
+                      describe=lambda raw: f"{raw[:300]!r}; check base_url, model={self.model!r} and api_key")
+        try:
+            return dict(json.loads(raw))
+        except (ValueError, TypeError) as e:
+            raise EndpointError(f"{self.base_url}{path}: not JSON ({e}): {raw[:200]!r}") from e
 
 
 def _wire(m: Any) -> dict[str, Any]:
