@@ -65,7 +65,7 @@ def test_whole_script_both_trainers(tiny_model_dir, tmp_path) -> None:
     out = tmp_path / "vs_trl.json"
     proc = subprocess.run(
         [sys.executable, str(BENCH), "--model", str(tiny_model_dir), "--group-size", "4", "--max-new-tokens", "8",
-         "--warmup", "1", "--steps", "1", "--out", str(out)],
+         "--warmup", "1", "--steps", "1", "--repeats", "1", "--out", str(out)],
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -73,4 +73,15 @@ def test_whole_script_both_trainers(tiny_model_dir, tmp_path) -> None:
     assert data["sandgym"]["median"]["step_s"] > 0 and data["trl"]["median"]["step_s"] > 0
     assert data["sandgym-train"]["median"]["step_s"] > 0 and data["ratio"]["compared"] == "sandgym-train"
     assert data["ratio"]["time_per_step"] > 0 and data["ratio"]["peak_rss"] > 0
+    assert data["ratio"]["time_per_step_by_repeat"] == [data["ratio"]["time_per_step"]]
     assert "ratio to TRL" in proc.stdout and "sandgym train loop" in proc.stdout
+
+
+def test_repeats_alternate_the_order_and_combine_medians() -> None:
+    bench = _load_bench()
+    sides = ["sandgym-train", "sandgym", "trl"]
+    assert [bench.alternating(sides, r) for r in range(3)] == [sides, sides[::-1], sides]
+    runs = [{"median": {"step_s": x, "generate_s": x / 2}, "peak_rss_mb": m} for x, m in ((3.0, 10), (1.0, 30), (2.0, 20))]
+    out = bench.combine(runs)
+    assert out["median"] == {"step_s": 2.0, "generate_s": 1.0} and out["peak_rss_mb"] == 30
+    assert out["step_s_by_repeat"] == [3.0, 1.0, 2.0]
