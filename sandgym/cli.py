@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from sandgym import __version__
 from sandgym.errors import SandgymError
+from sandgym.experiments.flywheel_cli import add_commands as add_feedback_loop
 from sandgym.interop.cli import add_tasks_export
 from sandgym.private.cli import add_from_repo
 
@@ -38,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "sandgym.tasks.cli":  # `tasks from-repo` (sandgym.private), `tasks export` (sandgym.interop)
             add_from_repo(added)
             add_tasks_export(added)
+        if name == "sandgym.private.cli":  # `feedback train`, `feedback simulate` (sandgym.experiments)
+            add_feedback_loop(added)
     return parser
 
 

@@ -18,9 +18,11 @@ from sandgym.private.judge import JudgeReward
 from sandgym.private.scrub import parse_patterns
 
 
-def add_commands(subparsers: Any) -> None:
-    """Register ``sandgym feedback ...`` and ``sandgym judge ...``."""
-    fb = subparsers.add_parser("feedback", help="turn user feedback logs into scored trajectories and preference pairs")
+def add_commands(subparsers: Any) -> Any:
+    """Register ``sandgym feedback ...`` and ``sandgym judge ...``; returns the ``feedback`` sub-parsers (where
+    :mod:`sandgym.cli` adds ``feedback train`` and ``feedback simulate``, which live in ``sandgym.experiments``)."""
+    fb = subparsers.add_parser("feedback", help="user feedback logs: import (trajectories, pairs), train on them, "
+                                                "simulate the flywheel")
     fb_sub = fb.add_subparsers(dest="feedback_command", metavar="ACTION")
     fb.set_defaults(func=lambda args: (fb.print_help(), 0)[1])
     p = fb_sub.add_parser("import", help="LOGS.jsonl of (prompt, output, outcome) -> trajectories + pairs")
@@ -49,6 +51,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--bins", type=int, default=10, help="bins of the expected calibration error")
     p.add_argument("--out", default=None, help="write the report as JSON here")
     p.set_defaults(func=cmd_judge_calibrate)
+    return fb_sub
 
 
 def add_from_repo(sub: Any) -> None:

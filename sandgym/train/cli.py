@@ -22,7 +22,8 @@ def add_commands(sub: Any, *, on_eval: Any = None) -> None:
     p.add_argument("--ray-address", metavar="ADDRESS", help="train on the Ray cluster at ADDRESS (sets "
                    'distributed.backend="ray"; "auto" joins the local cluster)')
     p.set_defaults(func=functools.partial(_train, on_eval=on_eval))
-    s = sub.add_parser("sft", help="warm-start the LoRA adapter on demonstrations (oracle or JSONL transcripts)")
+    s = sub.add_parser("sft", help="warm-start the LoRA adapter on demonstrations (oracle, JSONL transcripts or "
+                                   "imported feedback)")
     _common(s)
     s.set_defaults(func=_sft)
 
@@ -75,5 +76,7 @@ def _sft(args: argparse.Namespace) -> int:
 
     result = run_sft(config, Path(config.out_dir) / "sft")
     print(f"SFT on {result.demonstrations} demonstrations, loss per epoch: {[round(x, 4) for x in result.losses]}")
+    if result.by_outcome:
+        print(f"feedback records trained on: {dict(result.by_outcome)}; skipped: {dict(result.skipped) or 'none'}")
     print(f"adapter: {result.adapter_dir}")
     return 0

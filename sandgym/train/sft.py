@@ -1,16 +1,18 @@
 """``sandgym sft``: a warm start that trains the same LoRA adapter on demonstrations (loss on assistant tokens).
 
 Demonstrations come from the scripted oracle on the train split of the configured domains (it solves each task
-through the tools, in the exact tool-call format the environment parses), or from a JSONL file of chat
-transcripts (``{"messages": [{"role": ..., "content": ...}, ...]}`` per line).
+through the tools, in the exact tool-call format the environment parses), from a JSONL file of chat
+transcripts (``{"messages": [{"role": ..., "content": ...}, ...]}`` per line), or from user feedback imported by
+``sandgym feedback import`` (reward-weighted, see :mod:`sandgym.train.feedback_sft`); ``source_kind`` tells them
+apart. The loss is the per-token weighted cross-entropy (weights: the samples' 4th field, 1 on demonstrations).
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from sandgym.agents.trajectory import Trajectory, save_jsonl
 from sandgym.errors import ConfigError
 from sandgym.train import components
 from sandgym.train.config import TrainConfig
+from sandgym.train.feedback_sft import feedback_to_samples, source_kind
 from sandgym.train.step import Sample, collate, forward_logprobs, micro_batches
 
 
@@ -30,6 +33,10 @@ class SFTResult:
     adapter_dir: Path
     demonstrations: int
     losses: tuple[float, ...]
+    by_outcome: Mapping[str, int] = field(default_factory=dict)
+    """Feedback source: records trained on, by outcome (empty for oracle and transcripts)."""
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    """Feedback source: records that teach nothing (rejected, no correction, weight <= 0), by outcome."""
 
 
 def initial_adapter(config: TrainConfig, run_dir: Path) -> str | None:
@@ -46,19 +53,35 @@ def initial_adapter(config: TrainConfig, run_dir: Path) -> str | None:
 
 def run_sft(config: TrainConfig, out_dir: Path | str, *, policy: Any = None) -> SFTResult:
     """Train the adapter on demonstrations; saves it to ``out_dir/adapter`` and returns the result."""
+    kind = source_kind(config.sft.source)  # a bad source fails before the model loads
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     policy = policy or components.build_policy(config, adapter=config.model.adapter, trainable=True)
-    samples = demonstrations(config, policy, out)
+    used: Mapping[str, int] = {}
+    skipped: Mapping[str, int] = {}
+    if kind == "feedback":
+        fb = feedback_to_samples(Path(config.sft.source), policy.chat_format,
+                                 config.rollout.env_kwargs.get("system_prompt"))
+        samples, used, skipped = list(fb.samples), fb.used, fb.skipped
+        if not samples:
+            raise ConfigError(f"sft.source={config.sft.source!r} has no record to learn from (skipped by outcome: "
+                              f"{dict(skipped)}); it needs accepted records, or edited ones with edited_output, "
+                              "whose reward is > 0")
+    else:
+        samples = demonstrations(config, policy, out)
     if not samples:
         raise ConfigError(f"sft.source={config.sft.source!r} produced no demonstrations; check the domains")
+    if used:
+        (out / "feedback_samples.json").write_text(json.dumps({"trained": used, "skipped": skipped}), encoding="utf-8")
     losses = train_on_samples(policy.model, samples, config, pad_id=int(policy.tokenizer.pad_token_id))
     (out / "sft_losses.json").write_text(json.dumps(losses), encoding="utf-8")
     adapter_dir = policy.save_adapter(out / "adapter")
-    return SFTResult(adapter_dir=adapter_dir, demonstrations=len(samples), losses=tuple(losses))
+    return SFTResult(adapter_dir=adapter_dir, demonstrations=len(samples), losses=tuple(losses),
+                     by_outcome=dict(used), skipped=dict(skipped))
 
 
 def demonstrations(config: TrainConfig, policy: Any, out: Path) -> list[Sample]:
+    """Oracle demonstrations or chat transcripts (``sft.source``), each token of a demonstrated turn weighted 1."""
     if config.sft.source == "oracle":
         trajs = oracle_trajectories(config, policy.tokenizer)
         save_jsonl(trajs, out / "demonstrations.jsonl")
@@ -157,7 +180,8 @@ def transcripts_to_samples(path: Path, chat_format: Any) -> list[Sample]:
 
 
 def train_on_samples(model: torch.nn.Module, samples: Sequence[Sample], config: TrainConfig, *, pad_id: int) -> list[float]:
-    """Cross-entropy on masked (assistant) tokens; returns the mean loss of each epoch."""
+    """Weighted cross-entropy on masked (assistant) tokens: ``-sum(w * log p) / (masked tokens)``, ``w`` the
+    samples' per-token weights (1 on demonstrations, a feedback record's reward); returns each epoch's mean loss."""
     progress = components.progress
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -173,7 +197,7 @@ def train_on_samples(model: torch.nn.Module, samples: Sequence[Sample], config: 
         for mb in batches:
             batch = collate(mb, pad_id)
             logp = forward_logprobs(model, batch, 1.0)
-            loss = -(logp * batch.mask).sum() / batch.mask.sum().clamp(min=1.0)
+            loss = -(logp * batch.advantages * batch.mask).sum() / batch.mask.sum().clamp(min=1.0)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, config.optim.max_grad_norm)
