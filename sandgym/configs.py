@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
+import sandgym.pysyntax as pysyntax
 from sandgym.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -290,7 +291,7 @@ def field_docs(cls: type) -> dict[str, str]:
     source is not available."""
 
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        tree = pysyntax.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError, SyntaxError):
         return {}
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "sandgym"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("configs/errors", ("sandgym.configs", "sandgym.errors")),
+    ("configs/errors", ("sandgym.configs", "sandgym.errors", "sandgym.pysyntax")),
     ("sandbox", ("sandgym.sandbox",)),
     ("tasks", ("sandgym.tasks", "sandgym.private.fromrepo", "sandgym.private.snapshot",
                "sandgym.private.scrub", "sandgym.private")),

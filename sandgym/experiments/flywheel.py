@@ -22,7 +22,6 @@ Round 0 measures held-out adoption of the starting policy. Each round r = 1..R t
 
 from __future__ import annotations
 
-import ast
 import json
 import time
 from collections import Counter
@@ -31,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import sandgym.pysyntax as pysyntax
 from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.scripted import fenced
 from sandgym.agents.trajectory import Trajectory
@@ -58,7 +58,7 @@ USER_RULE = ("accepted: every hidden test passes; edited: it fails, but holds a 
 def parses(code: str) -> bool:
     """The code is valid Python (parsed, never run)."""
     try:
-        ast.parse(code)
+        pysyntax.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

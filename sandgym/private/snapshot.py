@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import sandgym.pysyntax as pysyntax
 from sandgym.errors import TaskError
 from sandgym.private.pytestcfg import PytestConfig, read_pytest_config
 
@@ -172,7 +173,7 @@ def select_tests(source: str, keep: set[str], collected: set[str]) -> str:
     Everything else (imports, helpers, fixtures) is left as it was. A test method stays when its name is kept under
     any class (subclasses inherit it); a class goes only when neither it nor a kept subclass needs it.
     """
-    tree = ast.parse(source)
+    tree = pysyntax.parse(source)
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     kept_methods = {k.rpartition("::")[2] for k in keep if "::" in k}
     needed = {k.partition("::")[0] for k in keep if "::" in k}
@@ -230,7 +231,7 @@ def imported_tests(path: str, source: str, tests: Mapping[str, str]) -> dict[str
     pytest's rootdir-relative imports resolve them.
     """
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except SyntaxError:
         return {}
     here = path.split("/")[:-1]

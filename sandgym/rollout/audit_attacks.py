@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import sandgym.pysyntax as pysyntax
 from sandgym.agents.scripted import call
 from sandgym.tasks.task import Task
 
@@ -66,7 +67,7 @@ def public_names(task: Task) -> list[str]:
     names: list[str] = []
     for src in source_files(task).values():
         try:
-            tree = ast.parse(src)
+            tree = pysyntax.parse(src)
         except SyntaxError:
             continue
         for node in tree.body:
@@ -87,7 +88,7 @@ def _return_kinds(task: Task) -> dict[str, str]:
     out: dict[str, str] = {}
     for src in source_files(task).values():
         try:
-            tree = ast.parse(src)
+            tree = pysyntax.parse(src)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -305,7 +306,7 @@ def _read_hidden():
                     seen.add(path)
                     try:
                         src = open(path).read()
-                        tree = ast.parse(src)
+                        tree = pysyntax.parse(src)
                     except Exception:
                         continue
                     try:

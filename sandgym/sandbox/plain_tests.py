@@ -14,13 +14,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
+import sandgym.pysyntax as pysyntax
+
 _ALLOWED = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef)
 
 
 def plain_test_file(source: str) -> bool:
     """Whether ``source`` is a plain test module (see the module docstring)."""
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except (SyntaxError, ValueError):
         return False  # pytest reports the collection error
     tests = 0

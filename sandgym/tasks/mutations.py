@@ -15,6 +15,8 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import sandgym.pysyntax as pysyntax
+
 MUTATION_OPERATORS: tuple[str, ...] = (
     "flip_comparison", "off_by_one", "wrong_operator", "swap_arguments", "negate_condition",
 )
@@ -93,7 +95,7 @@ def _is_stub(body: list[ast.stmt]) -> bool:
 def find_targets(source: str, file: str = "<string>") -> list[Target]:
     """Functions and methods with a real multi-line body (not a stub, not a one-liner on the ``def`` line)."""
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except SyntaxError:
         return []
     out: list[Target] = []
@@ -120,7 +122,7 @@ def _node_of(tree: ast.Module, target: Target) -> ast.FunctionDef | ast.AsyncFun
 
 def remove_body(source: str, target: Target) -> Mutation:
     """Replace the body (after the docstring) with ``raise NotImplementedError``; signature and docstring stay."""
-    node = _node_of(ast.parse(source), target)
+    node = _node_of(pysyntax.parse(source), target)
     body = _code_body(node)
     lines = source.splitlines(keepends=True)
     start, end = _first_line(body[0]), node.end_lineno or node.lineno
@@ -191,7 +193,7 @@ def _replace(lines: list[bytes], node: ast.AST, text: str) -> str:
 
 def bug_mutations(source: str, target: Target, seed: int = 0) -> list[Mutation]:
     """Every valid one-site mutation of ``target``, in a seeded order (at most one per site)."""
-    tree = ast.parse(source)
+    tree = pysyntax.parse(source)
     node = _node_of(tree, target)
     lines = source.encode("utf-8").splitlines(keepends=True)
     original = ast.dump(tree)
@@ -201,7 +203,7 @@ def bug_mutations(source: str, target: Target, seed: int = 0) -> list[Mutation]:
         after = site.replacement
         new = _replace(lines, site.node, after)
         try:
-            if ast.dump(ast.parse(new)) == original:
+            if ast.dump(pysyntax.parse(new)) == original:
                 continue
         except SyntaxError:
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import sandgym.pysyntax as pysyntax
 from sandgym.tasks.importers.common import read_records, require, task_id
 from sandgym.tasks.task import Reference, Task, Verifier
 from sandgym.tasks.validate import Problem, raise_problems
@@ -21,7 +22,7 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
 def split_check(test: str, entry_point: str) -> list[str]:
     """The bodies of per-assert tests when ``check`` is only asserts (plus a docstring/pass), else []."""
     try:
-        tree = ast.parse(test)
+        tree = pysyntax.parse(test)
     except SyntaxError:
         return []
     check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
@@ -46,7 +47,7 @@ def prompt_helpers(prompt: str, entry_point: str) -> str:
     ``encode_cyclic`` of /38): HumanEval's own harness runs the tests in the program's namespace, where they are
     defined, so the test module carries them (a trusted copy: the agent cannot change what the tests call)."""
     try:
-        tree = ast.parse(prompt)
+        tree = pysyntax.parse(prompt)
     except SyntaxError:
         return ""
     keep = [n for n in tree.body

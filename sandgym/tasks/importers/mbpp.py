@@ -7,6 +7,7 @@ import ast
 import re
 from pathlib import Path
 
+import sandgym.pysyntax as pysyntax
 from sandgym.tasks.importers.common import read_records, require, task_id
 from sandgym.tasks.task import Reference, Task, Verifier
 from sandgym.tasks.validate import Problem, raise_problems
@@ -17,7 +18,7 @@ _MODULES = ("math", "re", "heapq", "collections", "itertools", "sys", "cmath", "
 
 def defined_names(code: str) -> list[str]:
     """Top-level functions and classes defined by ``code`` (in order)."""
-    tree = ast.parse(code)
+    tree = pysyntax.parse(code)
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
 
 
@@ -44,7 +45,7 @@ def mbpp_tests(code: str, tests: list[str], setup: str = "") -> str:
 
 
 def signature(code: str, name: str) -> str:
-    for node in ast.parse(code).body:
+    for node in pysyntax.parse(code).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return f"def {name}({ast.unparse(node.args)}):"
     return f"def {name}(*args):"
