@@ -257,20 +257,42 @@ def run_sandgym(cfg: BenchConfig) -> dict[str, Any]:
 
 
 # ---- sandgym's own training loop (what `sandgym train` runs) --------------------------------------------------------
-class ArithEnv(gymnasium.Env):  # type: ignore[misc]
-    """One turn: the question as the only (user) message, the reply scored by :func:`reward`."""
+def template_system_prompt(model: str) -> str:
+    """The system message the model's chat template adds to a conversation that has none ("" if it adds none).
 
-    def __init__(self) -> None:
+    TRL renders the bare user question with the template, so its prompts carry this one; sandgym's chat format puts
+    its own tool-use default there unless the env names one (session 7's loop sampled 1.52x TRL's tokens with it)."""
+    from transformers import AutoTokenizer
+
+    from sandgym.agents.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(str(resolve_model(model)))
+    question, system = [{"role": "user", "content": "What?"}], "\u2063SYSTEM\u2063"
+    plain = str(tok.apply_chat_template(question, tokenize=False))
+    head, _, after = str(tok.apply_chat_template([{"role": "system", "content": system}, *question],
+                                                 tokenize=False)).partition(system)
+    inserted = plain.startswith(head) and plain.endswith(after) and len(plain) > len(head) + len(after)
+    return plain[len(head):len(plain) - len(after)] if inserted else ""
+
+
+class ArithEnv(gymnasium.Env):  # type: ignore[misc]
+    """One turn: the question as the only (user) message, the reply scored by :func:`reward`. ``system_prompt`` is
+    the one the model's chat template inserts by itself (what TRL's prompts get), so both trainers sample from the
+    same prompt tokens."""
+
+    def __init__(self, system_prompt: str = "") -> None:
         from sandgym.envs.spaces import AnyText
 
         self.observation_space, self.action_space = AnyText(), AnyText()
         self.task: Any = None
+        self.system_prompt = system_prompt
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         self.task = (options or {})["task"]
         messages = [{"role": "user", "content": self.task.prompt}]
-        return self.task.prompt, {"messages": messages, "tools": [], "task": self.task, "system_prompt": ""}
+        return self.task.prompt, {"messages": messages, "tools": [], "task": self.task,
+                                  "system_prompt": self.system_prompt}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
@@ -295,8 +317,8 @@ def run_sandgym_train(cfg: BenchConfig) -> dict[str, Any]:
 
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    if "bench/Arith-v0" not in gymnasium.registry:
-        gymnasium.register(id="bench/Arith-v0", entry_point=ArithEnv)
+    gymnasium.register(id="bench/Arith-v0", entry_point=ArithEnv,
+                       kwargs={"system_prompt": template_system_prompt(cfg.model)})
     with tempfile.TemporaryDirectory() as d:
         tasks = [Task(id=f"arith-{i}", domain="arith", family="add", split="train", prompt=q,
                       verifier=Verifier(kind="match", answer=str(a)))

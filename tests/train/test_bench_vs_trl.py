@@ -85,3 +85,24 @@ def test_repeats_alternate_the_order_and_combine_medians() -> None:
     out = bench.combine(runs)
     assert out["median"] == {"step_s": 2.0, "generate_s": 1.0} and out["peak_rss_mb"] == 30
     assert out["step_s_by_repeat"] == [3.0, 1.0, 2.0]
+
+
+def test_the_loop_side_uses_the_system_prompt_the_template_inserts(tiny_model_dir, tmp_path) -> None:
+    """TRL renders the bare question with the template (and its default system message); the loop's env must give
+    the same one, or the two trainers sample from different prompts (session 7: 1.52x the tokens)."""
+    mod = _load_bench()
+    import shutil
+
+    plain = shutil.copytree(tiny_model_dir, tmp_path / "plain")
+    assert mod.template_system_prompt(str(plain)) == ""  # ChatML without a default
+    from transformers import AutoTokenizer
+
+    tok, smol = AutoTokenizer.from_pretrained(plain), tmp_path / "smol"  # a copy: the fixture is shared
+    tok.chat_template = (
+        "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+        "{{ '<|im_start|>system\nYou are SmolLM<|im_end|>\n' }}{% endif %}"
+        "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+    shutil.copytree(plain, smol)
+    tok.save_pretrained(smol)
+    assert mod.template_system_prompt(str(smol)) == "You are SmolLM"
