@@ -35,6 +35,7 @@ from sandgym.sandbox.e2b_errors import (
 from sandgym.sandbox.e2b_init import INIT_PATH, INIT_SOURCE, split_report
 from sandgym.sandbox.e2b_session import E2BCodeSession
 from sandgym.sandbox.protocol import ExecResult, Limits, TestOutcome, TestReport
+from sandgym.sandbox.pyenv import env_key
 
 __all__ = ["E2BSandbox", "E2BCodeSession", "parse_junit"]
 
@@ -124,16 +125,30 @@ class E2BSandbox:
         if self.requirements:
             self._install(self.requirements)
 
+    @staticmethod
+    def install_command(reqs: Sequence[str]) -> str:
+        """The shell command that builds the task environment for ``reqs`` in an E2B VM, once per cache key.
+
+        The key is the local backend's hash of the sorted requirements (``sandgym.sandbox.pyenv.env_key``, with the
+        VM's Python in place of the host's); the command leaves ``~/.sandgym/envs/<key>.complete`` behind and does
+        nothing when that marker exists. Run it in an E2B template's build (``RUN`` it in the template's Dockerfile)
+        and every sandbox of that template starts with the environment: the per-sandbox install becomes a check."""
+        marker = f"$HOME/.sandgym/envs/{env_key(reqs, 'e2b', None)}.complete"
+        pip = shlex.join(["python3", "-m", "pip", "install", "--quiet", "--user", "--disable-pip-version-check",
+                          *sorted({r.strip() for r in reqs if r.strip()})])
+        return f'test -f "{marker}" || {{ {pip} && mkdir -p "$HOME/.sandgym/envs" && touch "{marker}"; }}'
+
     def _install(self, reqs: Sequence[str]) -> None:
         """The task's packages (``Task.requirements``), installed for the sandbox user before any agent code; a
-        template that already has them makes this a no-op check. Needs network from the VM or a mirror."""
-        result = self.exec(["python3", "-m", "pip", "install", "--quiet", "--user", "--disable-pip-version-check",
-                            *reqs], timeout=600)
+        template built with :meth:`install_command` already has them and this is a marker check. Installing
+        needs network from the VM (``allow_internet=True``) or a mirror."""
+        result = self.exec(self.install_command(reqs), timeout=600)
         if not result.ok:
             self.close()
             raise SandboxError(f"cannot install the task's requirements {list(reqs)} in the E2B sandbox: "
                                f"{(result.stderr or result.stdout).strip()[-600:]}; build an E2B template with them "
-                               "(template=...) or create the sandbox with allow_internet=True")
+                               "(RUN the command of E2BSandbox.install_command(reqs) in it, then template=...) or "
+                               "create the sandbox with allow_internet=True")
 
     @property
     def sandbox_id(self) -> str:

@@ -591,3 +591,48 @@ def test_long_timeouts_are_written_without_exponents() -> None:
     sdk = FakeSDK()
     make(sdk).exec("true", timeout=1_000_000)
     assert "timeout -k 1 1000000 bash" in sdk.cmds[-1]
+
+
+# ---- task environments (Task.requirements) in E2B -----------------------------------------------------------------
+
+
+def test_requirements_are_installed_once_per_cache_key_before_any_agent_code() -> None:
+    sdk = FakeSDK(script=lambda cmd: result())
+    make(sdk, requirements=("sgdemo_lib==1.0", "freezegun"))
+    install = [c for c in sdk.cmds if "pip install" in c]
+    assert len(install) == 1 and sdk.cmds[0] == install[0]  # the first command the VM runs
+    assert "--user" in install[0] and "freezegun sgdemo_lib==1.0" in install[0]  # sorted: one key per set
+    cmd = E2BSandbox.install_command(["freezegun", "sgdemo_lib==1.0"])
+    assert cmd == E2BSandbox.install_command(["sgdemo_lib==1.0", "freezegun"])  # order does not change the key
+    assert cmd != E2BSandbox.install_command(["sgdemo_lib==2.0", "freezegun"])
+    assert cmd.startswith('test -f "$HOME/.sandgym/envs/') and cmd in install[0]  # a template's build skips it
+
+
+def test_a_template_built_with_the_install_command_skips_the_install(tmp_path) -> None:
+    """The command itself, run twice by bash with a stand-in pip: installs once, then only checks the marker."""
+    calls = tmp_path / "pip_calls"
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "python3").write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    (fake_bin / "python3").chmod(0o755)
+    env = {"HOME": str(tmp_path / "home"), "PATH": f"{fake_bin}:/usr/bin:/bin"}
+    cmd = E2BSandbox.install_command(["sgdemo_lib==1.0"])
+    for _ in range(2):
+        assert subprocess.run(["bash", "-c", cmd], env=env, timeout=30).returncode == 0
+    assert calls.read_text().count("pip install") == 1
+
+
+def test_a_failed_install_is_a_sandbox_error_naming_the_fix_and_the_vm_is_killed() -> None:
+    sdk = FakeSDK(script=lambda cmd: result(1, stderr="ERROR: No matching distribution found for nope==9")
+                  if "pip install" in cmd else result())
+    with pytest.raises(SandboxError, match=r"(?s)nope==9.*install_command.*allow_internet=True"):
+        make(sdk, requirements=("nope==9",))
+    assert sdk.kills == 1
+
+
+def test_real_sdk_installs_requirements_in_a_new_sandbox(fake: FakeE2B) -> None:
+    fake.on_command(r"pip install", lambda call: Reply(stderr=measured(call.cmd)))
+    with E2BSandbox(Limits(timeout_s=5), requirements=("sgdemo_lib==1.0",)):
+        pass
+    cmds = [c.cmd for c in fake.only.calls]
+    assert any("pip install" in c and "sgdemo_lib==1.0" in c for c in cmds), cmds

@@ -98,3 +98,57 @@ def test_validate_check_references_builds_and_reports_environments(wheelhouse: P
     capsys.readouterr()
     assert main(["tasks", "validate", str(bad), "--check-references"]) == 1
     assert "task environment ['no_such_pkg_xyz==9.9']" in capsys.readouterr().out
+
+
+def _suite(tmp_path: Path, n: int = 2) -> Path:
+    from dataclasses import replace
+
+    from sandgym.tasks.load import save_jsonl
+
+    base = _task(("sgdemo_lib==1.0",))
+    return save_jsonl([replace(base, id=f"user/env/{i}") for i in range(n)], tmp_path / "env_suite.jsonl")
+
+
+def test_a_suite_with_requirements_runs_and_evaluates_and_hits_the_cache(wheelhouse: Path, tmp_path: Path) -> None:
+    import json
+
+    from sandgym.cli import main
+
+    suite = _suite(tmp_path)
+    for agent, want in (("oracle", True), ("noop", False)):
+        out = tmp_path / f"{agent}.jsonl"
+        assert main(["run", "--tasks", str(suite), "--agent", agent, "--workers", "1", "--no-progress",
+                     "--out", str(out)]) == 0
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == 2 and all(r["success"] is want for r in rows), rows
+        assert not any(r.get("failure_mode") == "task_error" for r in rows), rows  # the import worked
+    marker = Path(ensure_env(["sgdemo_lib==1.0"]) or "").parent / ".complete"
+    built = marker.stat().st_mtime_ns
+    assert main(["eval", "--policy", "oracle", "--suite", str(suite), "--samples", "1",
+                 "--out", str(tmp_path / "eval")]) == 0
+    metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    assert metrics["overall"]["completion"]["value"] == 1.0
+    assert marker.stat().st_mtime_ns == built  # evaluation reused the environment: a cache hit, not a rebuild
+
+
+def test_training_on_a_suite_with_requirements_grades_with_them(wheelhouse: Path, tiny_model_dir: Path,
+                                                                tmp_path: Path) -> None:
+    import json
+
+    from sandgym.experiments.periodic_eval import train_with_eval
+    from sandgym.train.config import load_config
+
+    suite = _suite(tmp_path)
+    overrides = {
+        "out_dir": json.dumps(str(tmp_path / "run")), "model.name": json.dumps(str(tiny_model_dir)),
+        "model.lora_r": 4, "model.lora_alpha": 8, "rollout.max_new_tokens": 8, "rollout.max_turns": 1,
+        "rollout.tools": '["submit"]', "rollout.max_total_tokens": 4096,
+        "algorithm.group_size": 2, "optim.tasks_per_step": 1, "optim.steps": 1, "optim.micro_batch": 2,
+        "checkpoint.every": 1, "logging.tensorboard": "false",
+        "domains.mix": f'[{{suite = {json.dumps(str(suite))}, n_tasks = 2}}]',
+    }
+    result = train_with_eval(load_config(None, [f"{k}={v}" for k, v in overrides.items()]))
+    trajs = [json.loads(x) for x in (result.run_dir / "trajectories.jsonl").read_text().splitlines()]
+    assert len(trajs) == 2 and not any(t.get("infra_failure") for t in trajs), trajs
+    graded = [t for t in trajs if t["outcome"]]
+    assert graded and all(t["outcome"]["failure_mode"] != "task_error" for t in graded), graded
