@@ -96,3 +96,35 @@ def test_track_all_refuses_one_config_for_every_track(tmp_path):
 
     with pytest.raises(ConfigError, match="--track all runs each track's own config"):
         main(["--track", "all", "--config", "examples/quickstart.toml", "--out", str(tmp_path)])
+
+
+def _lc_rows(rate_by_length: dict[int, float], n_tasks: int = 10, samples: int = 2) -> list[EpisodeRow]:
+    """Long-context episodes: per document length, a share of tasks solved (the same task ids for every policy)."""
+    rows = []
+    for length, p in rate_by_length.items():
+        for t in range(n_tasks):
+            for s in range(samples):
+                ok = t < p * n_tasks
+                rows.append(EpisodeRow(seed=0, task_id=f"needle-{t}-t{length}", domain="long_context",
+                                       family="needle" if t % 2 else "aggregation", unseen=t % 2 == 0, sample=s,
+                                       success=ok, reward=float(ok), failure_mode="success" if ok else "wrong_answer",
+                                       turns=2, gen_tokens=10, sandbox_s=0.1, truncated=False, infra_failure=False,
+                                       doc_tokens=length))
+    return rows
+
+
+def test_long_context_track_evaluates_each_length_and_reports_rl_per_length(tmp_path):
+    from sandgym.experiments.demo import TRACKS
+
+    cfg = eval_config(load_config(str(TRACKS["long_context"])), tmp_path, n_tasks=15, samples=2, seeds=1)
+    assert cfg.suites == tuple(f"long_context:heldout?tokens={n}&placement=file" for n in (1024, 2048, 4096, 8192))
+    assert cfg.trained_families == ()  # a domain suite: its unseen families are marked on the tasks
+    rows = {"base": _lc_rows({1024: 0.2, 8192: 0.0}), "sft": _lc_rows({1024: 0.6, 8192: 0.2}),
+            "sft_rl": _lc_rows({1024: 0.6, 8192: 0.8})}
+    for name in rows:
+        (tmp_path / name).mkdir()
+    text, metrics = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
+    assert "| policy | 1K | 8K |" in text and "| RL over SFT (paired) | +0.000" in text
+    assert metrics["rl_vs_sft"]["gain_by_length"]["8K"]["diff"]["low"] > 0
+    assert "Per document length, RL over SFT: 1K +0.000" in text and "8K +0.600" in text
+    assert "## By document length" in (tmp_path / "REPORT.md").read_text()

@@ -57,8 +57,8 @@ class OracleAgent(_PlanAgent):
     """Solves a task from its reference through the tools: look around, write the reference, test, submit.
 
     Coding: ``list_files`` + ``read_file`` of the entry file, ``write_file`` of every reference file (one turn),
-    ``run_tests`` when visible tests exist, ``submit("done")``. Questions: for documents placed in files,
-    ``list_files`` and a ``grep`` for the answer first; then ``submit(answer)``.
+    ``run_tests`` when visible tests exist, ``submit("done")``. Questions: for documents placed in files, the
+    searches of :func:`search_plan` (for what the question names, never the answer); then ``submit(answer)``.
     """
 
     STYLES = ("tools", "code", "fix")
@@ -92,10 +92,30 @@ class OracleAgent(_PlanAgent):
             if task.visible_tests:
                 turns.append(call("run_tests"))
         if ref.answer is not None and task.files and task.metadata.get("placement", "file") == "file":
-            first = ref.answer.strip().splitlines()[0][:60] if ref.answer.strip() else ""
-            turns.append(call("list_files") + ("\n" + call("grep", pattern=first, fixed_strings=True) if first else ""))
+            turns += search_plan(task)
         turns.append(call("submit", answer=ref.answer if ref.answer is not None else "done"))
         return turns
+
+
+def search_plan(task: Task) -> list[str]:
+    """The look-ups a reader of the question makes in a document placed in a file, one turn each: searches for
+    what the question names (a transaction id, a service and each hop after it, a variable, a region, the policy
+    and the options), never for the answer, so that a demonstration teaches how to find it. A task without the
+    long-context metadata gets ``list_files`` and the first 40 lines of its document."""
+    meta, doc = task.metadata, str(task.metadata.get("document") or next(iter(task.files), "."))
+    if "needle" in meta:
+        return [call("grep", pattern=str(meta["needle"]), path=doc, fixed_strings=True)]
+    if "chain" in meta:
+        chain = [str(c) for c in meta["chain"]]
+        hops = [call("grep", pattern=f"service {name} forwards", path=doc, fixed_strings=True) for name in chain]
+        return [*hops, call("grep", pattern=f"service {chain[-1]} stores", path=doc, fixed_strings=True)]
+    if "variable" in meta:
+        return [call("grep", pattern=f"^(SET|UPDATE) {meta['variable']} ", path=doc)]
+    if "region" in meta:
+        return [call("grep", pattern=f"region={meta['region']} ", path=doc, fixed_strings=True)]
+    if "banned_region" in meta:
+        return [call("grep", pattern="^(POLICY|OPTION)", path=doc)]
+    return [call("list_files") + "\n" + call("read_file", path=doc, end_line=40)]
 
 
 def fenced(code: str) -> str:

@@ -169,16 +169,28 @@ def compare_to_baseline(
     c_tr, c_un = split_transfer(rows, trained_families)
     out["transfer"] = {"trained": summarize(b_tr, samples), "unseen": summarize(b_un, samples)}
     for name, cand, bas in (("overall", rows, base), ("trained", c_tr, b_tr), ("unseen", c_un, b_un)):
-        cs = by_task([r for r in cand if not r.infra_failure], lambda r: float(r.success))
-        bs = by_task([r for r in bas if not r.infra_failure], lambda r: float(r.success))
-        if not (set(cs) & set(bs)):
-            continue
-        test = paired_test(cs, bs)
-        cv = float(np.mean([np.mean(v) for v in cs.values()]))
-        bv = float(np.mean([np.mean(v) for v in bs.values()]))
-        out[f"gain_{name}"] = {**test.to_json(), "candidate": cv, "baseline": bv,
-                               "normalized_gain": _nan_to_none(normalized_gain(cv, bv))}
+        gain = paired_gain(cand, bas)
+        if gain is not None:
+            out[f"gain_{name}"] = gain
+    lengths = {length_bucket(r.doc_tokens) for r in rows if r.doc_tokens > 0}
+    per_length = {b: paired_gain([r for r in rows if r.doc_tokens > 0 and length_bucket(r.doc_tokens) == b],
+                                 [r for r in base if r.doc_tokens > 0 and length_bucket(r.doc_tokens) == b])
+                  for b in sorted(lengths, key=lambda b: int(b[:-1]))}
+    out["gain_by_length"] = {b: g for b, g in per_length.items() if g is not None}
     return out
+
+
+def paired_gain(cand: Sequence[EpisodeRow], base: Sequence[EpisodeRow]) -> dict[str, Any] | None:
+    """The paired test of completion on the tasks both sets ran (infra failures left out); None when they share
+    none."""
+    cs = by_task([r for r in cand if not r.infra_failure], lambda r: float(r.success))
+    bs = by_task([r for r in base if not r.infra_failure], lambda r: float(r.success))
+    if not (set(cs) & set(bs)):
+        return None
+    test = paired_test(cs, bs)
+    cv = float(np.mean([np.mean(v) for v in cs.values()]))
+    bv = float(np.mean([np.mean(v) for v in bs.values()]))
+    return {**test.to_json(), "candidate": cv, "baseline": bv, "normalized_gain": _nan_to_none(normalized_gain(cv, bv))}
 
 
 def _nan_to_none(x: float) -> float | None:

@@ -4,8 +4,9 @@ Tracks (``--track``): ``single_turn`` (``examples/quickstart.toml``: one code bl
 default and what ``make demo`` runs, ~11 minutes), ``test_and_fix`` (``examples/test_and_fix.toml``: multi-turn
 coding where each code block is run against the visible tests and the agent fixes, then submits; ~45 minutes, and
 on the embedded model RL has not yet learned recovery there: docs/BENCHMARKS.md), ``json_tools``
-(``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool schema in the prompt; not yet
-measured), and ``all`` (each of them in ``OUT/<track>``).
+(``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool schema in the prompt),
+``long_context`` (``examples/long_context_lengths.toml``: questions on documents of 1K-8K tokens in workspace files,
+found with grep and read_file; completion per length), and ``all`` (each of them in ``OUT/<track>``).
 
 1. convert the embedded model once (cached);
 2. SFT warm start on oracle demonstrations -> the SFT-only adapter;
@@ -37,6 +38,7 @@ from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.evaluate.run import evaluate_policy, load_tasks
 from sandgym.experiments.periodic_eval import train_with_eval as train
+from sandgym.tasks.registry import parse_suite_spec
 from sandgym.train.checkpoint import latest_checkpoint
 from sandgym.train.config import TrainConfig, load_config
 
@@ -45,11 +47,15 @@ QUICKSTART = EXAMPLES / "quickstart.toml"
 TRACKS: dict[str, Path] = {
     "test_and_fix": EXAMPLES / "test_and_fix.toml",
     "json_tools": EXAMPLES / "json_tools.toml",
+    "long_context": EXAMPLES / "long_context_lengths.toml",
     "single_turn": QUICKSTART,
 }
 """The demo's tracks (``make demo`` runs ``single_turn``, the one that shows RL's gain within 30 minutes)."""
-EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "json_tools": (12, 2), "single_turn": (16, 4)}
+EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "json_tools": (12, 2), "long_context": (15, 2),
+                                         "single_turn": (16, 4)}
 """(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
+UNSEEN_CODING = "coding/parsing:heldout"
+"""The unseen family added to a coding track's evaluation (a domain suite's heldout split has its own)."""
 BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing", "submitted",
               "valid_call_rate", "turns")
 """Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
@@ -57,10 +63,12 @@ BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitt
 
 def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int) -> EvalConfig:
     """Held-out tasks of the trained families plus unseen families, with the training rollout settings."""
-    trained = sorted({d.suite.split(":")[0] for d in train.domains.mix})
-    families = tuple(t.split("/", 1)[1] for t in trained if "/" in t)
+    specs = [parse_suite_spec(d.suite) for d in train.domains.mix]
+    heldout = sorted({str(replace(p, split="heldout", n=None)) for p in specs})  # options (lengths) kept
+    families = tuple(sorted({p.name.split("/", 1)[1] for p in specs if "/" in p.name}))
     difficulty = max((d.difficulty for d in train.domains.mix if d.difficulty), default=None)  # the hardest trained
-    suites = (*[f"{t}:heldout" for t in trained], "coding/parsing:heldout")
+    coding = any(p.name.split("/")[0] == "coding" for p in specs)
+    suites = (*heldout, *([UNSEEN_CODING] if coding and families else []))
     return EvalConfig(
         policy="", suites=suites, out=str(out), samples=samples, seeds=tuple(range(seeds)), n_tasks=n_tasks,
         difficulty=difficulty, trained_families=families, rollout=replace(train.rollout, temperature=0.7),
@@ -95,8 +103,10 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
     (out / "summary.json").write_text(json.dumps({"timings": timings, "metrics": metrics}, indent=2, default=str),
                                       encoding="utf-8")
     table, verdict = attribution_table(cfg, metrics)
-    behaviours = behaviour_table(cfg, metrics)
+    behaviours, lengths = behaviour_table(cfg, metrics), length_table(metrics)
     text = table.markdown() + "\n\n" + verdict
+    if lengths is not None:
+        text += "\n\n" + lengths.markdown()
     if behaviours is not None:
         text += "\n\n" + behaviours.markdown()
     return text, metrics
@@ -127,6 +137,9 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
         + ("The interval excludes zero: RL added a measurable gain." if rl and rl["diff"]["low"] > 0
            else "The interval includes zero: on this budget RL's own gain over SFT is not established.")
     )
+    lengths = metrics["rl_vs_sft"].get("gain_by_length") or {}
+    if lengths:
+        verdict += " Per document length, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
     shifted = [f"{name.replace('_', ' ')} {gain(g)}" for name, g in
                (metrics["rl_vs_sft"].get("behaviour_gain") or {}).items()
                if name in ("recovery", "verify_before_submit") and metrics["sft"].get("behaviour", {}).get(name)]
@@ -151,11 +164,25 @@ def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
     return Table(("policy", *(b.replace("_", " ") for b in BEHAVIOURS), "trap failures"), tuple(rows))
 
 
+def length_table(metrics: dict[str, Any]) -> Table | None:
+    """Per document length: each policy's completion and RL's paired change over SFT; None without documents."""
+    lengths = list(metrics["base"].get("by_length") or {})
+    if not lengths:
+        return None
+    gains = metrics["rl_vs_sft"].get("gain_by_length") or {}
+    rows = [(label, *(format_interval((metrics[name].get("by_length") or {}).get(b, {}).get("completion"))
+                      for b in lengths)) for name, label in POLICIES]
+    rows.append(("RL over SFT (paired)", *(f"{format_interval(gains[b]['diff'], signed=True)} "
+                                           f"{format_p(gains[b]['p_value'])}" if b in gains else "n/a"
+                                           for b in lengths)))
+    return Table(("policy", *lengths), tuple(rows))
+
+
 def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, float], *, under: str = "") -> Report:
     """The attribution report (the verdict first); ``under`` is the path from the report to the per-policy
     report directories."""
     table, verdict = attribution_table(cfg, metrics)
-    behaviours = behaviour_table(cfg, metrics)
+    behaviours, lengths = behaviour_table(cfg, metrics), length_table(metrics)
     fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
                      [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])
                       for name, label in POLICIES])
@@ -166,6 +193,10 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
                  f"{len(cfg.seeds)} seeds; 95% bootstrap intervals over tasks; gains paired over the same tasks and "
                  "seeds."),
             *((fig,) if fig else ()))),
+        *((Section("By document length", (lengths, Text(
+            "Completion on the held-out long-context tasks per document length (trained and unseen families "
+            "together), 95% intervals over tasks; RL over SFT paired over the same tasks and seeds.")))
+           ,) if lengths is not None else ()),
         *((Section("Behaviour", (behaviours, Text(
             "first attempt pass: the first visible-test run passed; recovery: of the episodes whose first run "
             "failed, the share that ended solved; verify before submit: submitted code the visible tests had run "

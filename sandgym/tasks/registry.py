@@ -1,8 +1,10 @@
 """Resolve suite specs to tasks: built-in suites, plugin suites, JSONL files and task folders.
 
-A spec is ``<domain>[/<family>][:<split>][@<n>]`` (``coding``, ``coding:train``, ``coding/strings:heldout@10``,
-``long_context/needle``) or a path (``tasks.jsonl``, a task folder, a directory of task folders), optionally
-followed by ``:<split>`` and/or ``@<n>``.
+A spec is ``<domain>[/<family>][:<split>][@<n>][?<option>=<value>[&...]]`` (``coding``, ``coding:train``,
+``coding/strings:heldout@10``, ``long_context/needle``, ``long_context:heldout@8?tokens=4096``) or a path
+(``tasks.jsonl``, a task folder, a directory of task folders), optionally followed by ``:<split>`` and/or ``@<n>``.
+Options go to the suite's callable as keywords (integers as ints): long-context suites take ``tokens`` (document
+length) and ``placement`` (``inline`` or ``file``).
 """
 
 from __future__ import annotations
@@ -38,9 +40,25 @@ class SuiteSpec:
     name: str
     split: str | None = None
     n: int | None = None
+    options: tuple[tuple[str, int | str], ...] = ()
+    """``?key=value&...`` of the spec, in order: keyword options of the suite callable."""
 
     def __str__(self) -> str:
-        return self.name + (f":{self.split}" if self.split else "") + (f"@{self.n}" if self.n is not None else "")
+        opts = "?" + "&".join(f"{k}={v}" for k, v in self.options) if self.options else ""
+        return (self.name + (f":{self.split}" if self.split else "") + (f"@{self.n}" if self.n is not None else "")
+                + opts)
+
+
+def _parse_options(spec: str, text: str) -> tuple[tuple[str, int | str], ...]:
+    out: dict[str, int | str] = {}
+    for part in text.split("&"):
+        key, eq, value = part.partition("=")
+        if not eq or not key.isidentifier() or not value:
+            raise TaskError(f"suite spec {spec!r}: option {part!r} after '?' must be key=value, e.g. ?tokens=4096")
+        if key in out:
+            raise TaskError(f"suite spec {spec!r}: option {key!r} is given twice; keep one")
+        out[key] = int(value) if value.lstrip("-").isdigit() else value
+    return tuple(out.items())
 
 
 def parse_suite_spec(spec: str) -> SuiteSpec:
@@ -52,6 +70,10 @@ def parse_suite_spec(spec: str) -> SuiteSpec:
     text = spec.strip()
     if not text:
         raise TaskError("empty suite spec; pass e.g. 'coding:train' or a path to a .jsonl file")
+    options: tuple[tuple[str, int | str], ...] = ()
+    if "?" in text and not Path(text).exists():
+        text, _, opts = text.partition("?")
+        options = _parse_options(spec, opts)
     n = None
     if "@" in text:
         text, _, count = text.rpartition("@")
@@ -67,7 +89,7 @@ def parse_suite_spec(spec: str) -> SuiteSpec:
             close = difflib.get_close_matches(tail, SPLITS, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise TaskError(f"suite spec {spec!r}: split {tail!r} is not one of {SPLITS}.{hint}")
-    return SuiteSpec(text, split, n)
+    return SuiteSpec(text, split, n, options)
 
 
 @functools.lru_cache(maxsize=1)
@@ -151,6 +173,10 @@ def load_suite(
     ``options`` go to the suite callable (long-context suites take ``tokens=`` and ``placement=``).
     """
     parsed = SuiteSpec(spec) if Path(spec).exists() else parse_suite_spec(spec)
+    clash = sorted(set(options) & {k for k, _ in parsed.options})
+    if clash:
+        raise TaskError(f"suite spec {spec!r} sets option(s) {clash} that the caller also passes; set them once")
+    options = {**dict(parsed.options), **options}
     path = Path(parsed.name)
     if path.exists():
         if options:

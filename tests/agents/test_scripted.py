@@ -63,3 +63,19 @@ def test_make_agent_names() -> None:
     assert isinstance(make_agent("oracle"), OracleAgent)
     with pytest.raises(ValueError, match="choose one of"):
         make_agent("genius")
+
+
+@pytest.mark.parametrize("tokens", [1024, 8192])
+def test_the_oracle_searches_a_document_for_what_the_question_names_never_the_answer(tokens: int) -> None:
+    """A demonstration that greps for the answer teaches nothing a model can repeat without it."""
+    from sandgym.agents.scripted import search_plan
+    from sandgym.tasks.registry import load_suite
+
+    for task in load_suite(f"long_context:heldout@10?tokens={tokens}&placement=file"):
+        plan = search_plan(task)
+        patterns = [c.arguments["pattern"] for turn in plan for c in parse_turn(turn).calls if c.name == "grep"]
+        assert patterns, task.id
+        answer = str(task.reference.answer)
+        assert not any(answer in p for p in patterns), (task.id, answer, patterns)
+        keys = [w for w in task.prompt.replace("?", " ").split() if any(w in p for p in patterns)]
+        assert keys or task.family == "constraints", (task.id, patterns)  # each search names the question's terms

@@ -25,6 +25,9 @@ DATA = Path(__file__).parent / "data"
         ("long_context/needle", SuiteSpec("long_context/needle")),
         ("coding@5", SuiteSpec("coding", None, 5)),
         ("coding/repo_fix:train@3", SuiteSpec("coding/repo_fix", "train", 3)),
+        ("long_context:heldout@8?tokens=4096&placement=file",
+         SuiteSpec("long_context", "heldout", 8, (("tokens", 4096), ("placement", "file")))),
+        ("long_context/needle?tokens=1024", SuiteSpec("long_context/needle", None, None, (("tokens", 1024),))),
     ],
 )
 def test_parse_suite_spec(spec: str, parsed: SuiteSpec) -> None:
@@ -33,7 +36,9 @@ def test_parse_suite_spec(spec: str, parsed: SuiteSpec) -> None:
 
 
 @pytest.mark.parametrize(("spec", "message"), [("coding:trian", "Did you mean 'train'"), ("coding@x", "@10"),
-                                               ("coding@0", "positive"), ("", "empty suite spec")])
+                                               ("coding@0", "positive"), ("", "empty suite spec"),
+                                               ("long_context?tokens", "key=value"), ("long_context?=3", "key=value"),
+                                               ("long_context?tokens=1&tokens=2", "given twice")])
 def test_bad_specs(spec: str, message: str) -> None:
     with pytest.raises(TaskError, match=message):
         parse_suite_spec(spec)
@@ -57,6 +62,23 @@ def test_load_suite_errors() -> None:
         load_suite("coding:train", n=2, tokens=1000)
     tasks = load_suite("long_context:train", n=3, tokens=2000, placement="file")
     assert all(t.metadata["placement"] == "file" for t in tasks)
+    with pytest.raises(TaskError, match="does not take option"):
+        load_suite("coding:train?tokens=1000", n=2)
+    with pytest.raises(TaskError, match=r"\['tokens'\] that the caller also passes"):
+        load_suite("long_context:train?tokens=1000", n=2, tokens=2000)
+
+
+def test_spec_options_choose_the_document_length_and_name_distinct_tasks() -> None:
+    """``?tokens=`` in a spec (configs and --suite take it) sets the length; the same question at two lengths is
+    two tasks with two ids, and the default ids do not change."""
+    short = load_suite("long_context/needle:heldout@2?tokens=1024&placement=file")
+    long = load_suite("long_context/needle:heldout@2?tokens=8192&placement=file")
+    assert [t.metadata["placement"] for t in short + long] == ["file"] * 4
+    assert all(900 < t.metadata["tokens"] < 1200 for t in short) and all(t.metadata["tokens"] > 7800 for t in long)
+    assert {t.id for t in short}.isdisjoint(t.id for t in long)
+    assert [t.verifier.answer for t in short] == [t.verifier.answer for t in long]  # same questions, paired by length
+    assert [t.id for t in load_suite("long_context/needle:heldout@2")] == [
+        "long_context/needle/heldout/d1/s0-0", "long_context/needle/heldout/d2/s0-1"]
 
 
 def _plugin_suite(split: str, n: int, seed: int, difficulty: int | None) -> list[Task]:

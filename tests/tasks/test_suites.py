@@ -139,3 +139,20 @@ def test_deterministic_across_processes() -> None:
     digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert len(digests) == 1
+
+
+def test_the_oracles_searches_solve_every_long_context_family_in_a_real_sandbox() -> None:
+    """The searches the demonstrations make (grep for the question's terms, one hop per turn) find the answer at
+    8K tokens in every family, through the env's real grep: what the long-context track's warm start shows."""
+    from sandgym.agents.scripted import OracleAgent, run_episode
+    from sandgym.envs.builtin_tools import builtin_tools
+    from sandgym.envs.tool_env import ToolEnv
+    from sandgym.tasks.registry import load_suite
+
+    env = ToolEnv(max_turns=8, tools=builtin_tools(["grep", "read_file", "submit"]), code_action=None)
+    try:
+        for task in load_suite("long_context:heldout@5?tokens=8192&placement=file"):
+            result = run_episode(env, OracleAgent(), task)
+            assert result.outcome.success, (task.id, result.outcome.failure_mode)
+    finally:
+        env.close()

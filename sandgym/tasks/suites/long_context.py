@@ -72,9 +72,10 @@ def document(rng: random.Random, tokens: int, facts: list[str], split: str, *, e
 def lc_task(
     *, family: str, split: str, seed: int, difficulty: int, index: int, unseen: bool, intro: str, question: str,
     lines: list[str], answer: str, matcher: str, tokens: int, placement: str | None, path: str,
-    metadata: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None, explicit_tokens: int | None = None,
 ) -> Task:
     """Assemble a long-context Task with a ``match`` verifier, inline or in a workspace file."""
+    explicit_placement = placement
     placement = placement or ("inline" if tokens <= INLINE_MAX_TOKENS else "file")
     if placement not in ("inline", "file"):
         raise TaskError(f"{family}: placement={placement!r} is not one of ('inline', 'file')")
@@ -90,8 +91,11 @@ def lc_task(
                   f"read_file or search it with grep.\n\nQuestion: {question}\nSubmit only the answer.")
     meta = {"placement": placement, "tokens": len(doc) // CHARS_PER_TOKEN, "document": path, "seed": seed}
     meta.update(metadata or {})
+    # A document length or placement asked for explicitly is part of the id: the same question at 1K and 8K tokens
+    # are two tasks (an evaluation over several lengths keeps every one), while the default ids stay as they were.
+    chosen = "".join(f"-{k}{v}" for k, v in (("t", explicit_tokens), ("", explicit_placement)) if v)
     return Task(
-        id=task_id("long_context", family, split, seed, difficulty, index),
+        id=task_id("long_context", family, split, seed, difficulty, index) + chosen,
         domain="long_context", family=family, split=split, prompt=prompt,  # type: ignore[arg-type]
         verifier=Verifier(kind="match", answer=answer, matcher=matcher),  # type: ignore[arg-type]
         files=files, reference=Reference(answer=answer),
@@ -225,7 +229,7 @@ def make_family(family: str) -> Callable[..., list[Task]]:
             out.append(lc_task(
                 family=family, split=split, seed=seed, difficulty=d, index=i, unseen=unseen, intro=intro,
                 question=question, lines=lines, answer=answer, matcher=matcher, tokens=size,
-                placement=placement, path=path, metadata=meta,
+                placement=placement, path=path, metadata=meta, explicit_tokens=tokens,
             ))
         return out
 
