@@ -107,6 +107,13 @@ class RolloutEngine:
                         self._harvest(pending, block=True)
                         wait_s += time.perf_counter() - tw
                         continue
+                    if pending and len(ready) < cfg.max_batch_size and cfg.batch_window_s > 0:
+                        tw = time.perf_counter()  # fill the round: more episodes are about to be ready
+                        deadline = tw + cfg.batch_window_s
+                        while pending and (left := deadline - time.perf_counter()) > 0:
+                            self._harvest(pending, block=True, timeout=left)
+                        wait_s += time.perf_counter() - tw
+                        ready = [e for e in episodes if e.state == "ready"]
                     batch = ready[: cfg.max_batch_size]
                     tg = time.perf_counter()
                     self._generate_round(batch, submit_step)
@@ -185,11 +192,12 @@ class RolloutEngine:
         for i, gen in enumerate(gens):
             on_done(i, gen)
 
-    def _harvest(self, pending: dict[Future[Any], tuple[Episode, str]], *, block: bool) -> None:
+    def _harvest(self, pending: dict[Future[Any], tuple[Episode, str]], *, block: bool,
+                 timeout: float | None = None) -> None:
         if not pending:
             return
         if block:
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            done, _ = wait(list(pending), timeout=timeout, return_when=FIRST_COMPLETED)
         else:
             done = {f for f in pending if f.done()}
         for fut in sorted(done, key=lambda f: pending[f][0].key):

@@ -35,6 +35,11 @@ class RolloutConfig:
     """Rows per generation call."""
     env_workers: int = 8
     """Threads running env reset/step/close."""
+    batch_window_s: float = 0.05
+    """When some episodes are ready to generate and others still have an env call in flight, wait up to this long
+    for more of them before starting a round: a round decodes its rows in lock-step, so two half-full rounds cost
+    nearly twice one full round (one turn of 8 episodes whose resets finished a few ms apart ran as 2 rounds).
+    0 starts a round with whatever is ready."""
     sync_turns: bool = False
     """Wait for every pending env step before each generation round: batch composition (hence floats) becomes
     independent of thread timing, for bitwise reproducibility; costs the overlap."""
@@ -47,6 +52,8 @@ class RolloutConfig:
                 raise ConfigError(f"RolloutConfig.{name}={getattr(self, name)} must be a positive integer")
         if self.truncated_turn not in ("end", "continue"):
             raise ConfigError(f"RolloutConfig.truncated_turn={self.truncated_turn!r}; use 'end' or 'continue'")
+        if self.batch_window_s < 0:
+            raise ConfigError(f"RolloutConfig.batch_window_s={self.batch_window_s} must be >= 0 (0 = no wait)")
         if self.temperature < 0:
             raise ConfigError(f"RolloutConfig.temperature={self.temperature} must be >= 0 (0 = greedy)")
         if not 0.0 < self.top_p <= 1.0:

@@ -34,14 +34,18 @@ class EchoEnv(gym.Env):
     closed = 0
     _lock = threading.Lock()
 
-    def __init__(self, step_delay: float = 0.0, fail_on_step: int | None = None, truncate_after: int | None = None) -> None:
+    def __init__(self, step_delay: float = 0.0, fail_on_step: int | None = None, truncate_after: int | None = None,
+                 reset_delay: float = 0.0) -> None:
         self.step_delay, self.fail_on_step, self.truncate_after = step_delay, fail_on_step, truncate_after
+        self.reset_delay = reset_delay
         self.task: FakeTask | None = None
         self.n = 0
 
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         self.task = (options or {})["task"]
+        if self.reset_delay:
+            time.sleep(self.reset_delay * (int(self.task.id) % 4 if self.task.id.isdigit() else 1))
         self.n = 0
         obs = f"Task {self.task.id}: reply ok."
         system = "You are a test agent. Tools: echo."

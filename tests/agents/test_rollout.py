@@ -226,8 +226,20 @@ def test_env_steps_overlap() -> None:
     assert eng.last_stats.as_metrics()["rollout/episodes"] == 8.0
 
 
+def test_episodes_whose_resets_finish_apart_share_one_generation_round() -> None:
+    """Resets finishing 0-60 ms apart: the batch window waits for them, so each turn is one round of all 8
+    episodes instead of several part-full rounds (each decoding in lock-step, at nearly a full round's cost)."""
+    tasks = [FakeTask(str(i), 2) for i in range(8)]
+    eng = RolloutEngine(ScriptedPolicy(OkAgent), lambda: EchoEnv(reset_delay=0.02),
+                        RolloutConfig(max_turns=3, batch_window_s=1.0))
+    assert all(t.success for t in eng.run(tasks))
+    assert eng.last_stats is not None and eng.last_stats.generation_rounds == 2  # two turns, one round each
+
+
 def test_config_errors_name_the_field() -> None:
     with pytest.raises(ConfigError, match="max_turns=0"):
         RolloutConfig(max_turns=0)
     with pytest.raises(ConfigError, match="top_p"):
         RolloutConfig(top_p=0.0)
+    with pytest.raises(ConfigError, match="batch_window_s=-1"):
+        RolloutConfig(batch_window_s=-1)
