@@ -60,6 +60,8 @@ class BenchConfig:
     micro_batch: int = 0
     """sandgym learner micro-batch (0: the whole step's G x prompts sequences in one pass, like TRL)."""
     merge_for_generation: bool = True
+    generation_weights: str = "float"
+    """sandgym's generation copy: "float" or "int8" (dynamic int8 with the adapter live; issue 21's lever)."""
 
     @property
     def total_steps(self) -> int:
@@ -141,6 +143,7 @@ def sandgym_setup(cfg: BenchConfig) -> SandgymState:
         device="cpu",
         dtype="float32",
         merge_for_generation=cfg.merge_for_generation,
+        generation_weights=cfg.generation_weights,
     )
     policy.model.train()
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.0)
@@ -328,6 +331,7 @@ def run_sandgym_train(cfg: BenchConfig) -> dict[str, Any]:
             "out_dir": json.dumps(str(Path(d) / "run")), "seed": cfg.seed, "init": '"base"',
             "model.name": json.dumps(cfg.model), "model.lora_r": cfg.lora_r, "model.lora_alpha": cfg.lora_alpha,
             "model.lora_dropout": 0.0, "model.target_modules": json.dumps(list(LORA_TARGETS)),
+            "model.generation_weights": json.dumps(cfg.generation_weights),
             "rollout.env": '"bench/Arith-v0"', "rollout.max_new_tokens": cfg.max_new_tokens, "rollout.max_turns": 1,
             "rollout.temperature": 1.0, "rollout.top_p": 1.0,
             "algorithm.name": '"grpo"', "algorithm.group_size": cfg.group_size, "algorithm.beta": cfg.beta,
@@ -345,7 +349,8 @@ def run_sandgym_train(cfg: BenchConfig) -> dict[str, Any]:
         metrics = load_metrics(result.run_dir)
     steps = [{"step_s": m["perf/step_s"], "generate_s": m["perf/rollout_s"],
               "rest_s": m["perf/step_s"] - m["perf/rollout_s"], "reward_mean": m["rollout/reward_mean"],
-              "completion_tokens": m["rollout/gen_tokens_mean"] * cfg.group_size * cfg.prompts_per_step}
+              "completion_tokens": m["rollout/gen_tokens_mean"] * cfg.group_size * cfg.prompts_per_step,
+              "tis_mean": m.get("losses/tis_mean", 1.0), "tis_max": m.get("losses/tis_max", 1.0)}
              for m in metrics]
     return {"setup_s": wall - sum(s["step_s"] for s in steps), "rss_after_setup_mb": float("nan"), "steps": steps,
             "peak_rss_mb": _peak_rss_mb()}
@@ -530,6 +535,7 @@ def report(summary: dict[str, Any]) -> str:
         ("  reference pass (adapter off), s", "ref_s"),
         ("  policy fwd+bwd+optimizer (+rest), s", "rest_s"),
         ("completion tokens per step", "completion_tokens"),
+        ("truncated importance weight (mean)", "tis_mean"),
     ]
     trl = summary.get("trl")
     lines = ["| | " + " | ".join(label for _, label in sides) + " | ratio to TRL |",
@@ -538,7 +544,7 @@ def report(summary: dict[str, Any]) -> str:
         vals = [summary[k]["median"].get(key) for k, _ in sides]
         if all(v is None for v in vals):
             continue
-        spec = ".0f" if "tokens" in key else ".2f"
+        spec = ".0f" if "tokens" in key else ".3f" if key == "tis_mean" else ".2f"
         t = trl["median"].get(key) if trl else None
         ratios = " / ".join(_fmt(v / t) for (k, _), v in zip(sides, vals, strict=True) if k != "trl" and v and t)
         lines.append(f"| {label} | " + " | ".join(_fmt(v, spec) for v in vals) + f" | {ratios or '-'} |")
@@ -572,6 +578,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--micro-batch", type=int, default=d.micro_batch)
     p.add_argument("--no-merge", action="store_true", help="sandgym: sample through the unmerged adapter")
+    p.add_argument("--generation-weights", choices=("float", "int8"), default=d.generation_weights,
+                   help="sandgym: the generation copy's weights (int8: dynamic int8, adapter live)")
     p.add_argument("--only", choices=("all", "sandgym-train", "sandgym", "trl"), default="all",
                    help="sandgym-train: the training loop `sandgym train` runs (the goal's comparison); sandgym: the "
                         "step hand-assembled from its pieces (generation and learner only)")
@@ -594,6 +602,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model=a.model, group_size=a.group_size, prompts_per_step=a.prompts_per_step, max_new_tokens=a.max_new_tokens,
         lr=a.lr, beta=a.beta, lora_r=a.lora_r, lora_alpha=a.lora_alpha, warmup=a.warmup, steps=a.steps,
         threads=a.threads, seed=a.seed, micro_batch=a.micro_batch, merge_for_generation=not a.no_merge,
+        generation_weights=a.generation_weights,
     )
     summary: dict[str, Any] = {"config": asdict(cfg), "load_average": os.getloadavg(), "repeats": a.repeats}
     print(load_line("start") + f"; {a.repeats} repeat(s), trainers in alternating order; {cfg.warmup} warm-up + "

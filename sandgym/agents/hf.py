@@ -80,6 +80,9 @@ class HFPolicy:
         adapter: an existing adapter directory (``save_adapter`` output) to load, trainable; overrides ``lora``.
         device / dtype: default CPU float32, or CUDA bfloat16 when a GPU is present.
         merge_for_generation: sample from a merged copy of the weights (faster; exact up to float rounding).
+        generation_weights: ``"float"`` (the model's dtype; merged copy as above) or ``"int8"`` (a dynamic-int8 copy
+            with the adapter applied live, ~2.5-3x faster decoding on CPU; the learner's truncated importance weight
+            corrects the small mismatch: :mod:`sandgym.agents.int8_generation`).
     """
 
     def __init__(
@@ -92,6 +95,7 @@ class HFPolicy:
         dtype: torch.dtype | str | None = None,
         merge_for_generation: bool = True,
         prompt_config: PromptConfig | None = None,
+        generation_weights: str = "float",
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -104,7 +108,7 @@ class HFPolicy:
             base: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=dt)
         except OSError as e:
             raise ModelNotAvailableError(f"could not load model {self.name!r} from {path}: {e}") from e
-        self._setup(base.to(dev), tokenizer, lora, adapter, merge_for_generation, prompt_config)
+        self._setup(base.to(dev), tokenizer, lora, adapter, merge_for_generation, prompt_config, generation_weights)
 
     @classmethod
     def from_model(
@@ -116,11 +120,12 @@ class HFPolicy:
         adapter: str | os.PathLike[str] | None = None,
         merge_for_generation: bool = True,
         prompt_config: PromptConfig | None = None,
+        generation_weights: str = "float",
     ) -> HFPolicy:
         """Wrap an already-loaded model and tokenizer (tests, custom loading)."""
         self = cls.__new__(cls)
         self.name = getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__
-        self._setup(model, tokenizer, lora, adapter, merge_for_generation, prompt_config)
+        self._setup(model, tokenizer, lora, adapter, merge_for_generation, prompt_config, generation_weights)
         return self
 
     def _setup(
@@ -131,8 +136,15 @@ class HFPolicy:
         adapter: str | os.PathLike[str] | None,
         merge: bool,
         prompt_config: PromptConfig | None,
+        generation_weights: str = "float",
     ) -> None:
         from peft import LoraConfig, PeftModel, get_peft_model
+
+        if generation_weights not in ("float", "int8"):
+            raise ConfigError(f"generation_weights={generation_weights!r} is not one of 'float', 'int8'")
+        if generation_weights == "int8" and next(base.parameters()).device.type != "cpu":
+            raise ConfigError("generation_weights='int8' runs on CPU only (dynamic int8 kernels); use 'float' on "
+                              f"{next(base.parameters()).device}")
 
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -157,6 +169,7 @@ class HFPolicy:
         else:
             self.model = base
         self.merge_for_generation = merge and self.has_adapter
+        self.generation_weights = generation_weights
         self._gen_model: Any = None
         self._gen_fingerprint: tuple[int, ...] = ()
 
@@ -262,7 +275,14 @@ class HFPolicy:
 
     # ---- weights ------------------------------------------------------------------------------------------------
     def generation_model(self) -> Any:
-        """The module to sample from: ``.model`` itself, or a merged copy brought up to date with the adapter."""
+        """The module to sample from: ``.model`` itself, a merged copy brought up to date with the adapter, or the
+        int8 copy that reads the adapter live."""
+        if self.generation_weights == "int8":
+            if self._gen_model is None:
+                from sandgym.agents.int8_generation import int8_generation_copy
+
+                self._gen_model = int8_generation_copy(self._build_plain_copy(own_targets=False), self._lora_layers())
+            return self._gen_model
         if not self.merge_for_generation:
             return self.model
         layers = self._lora_layers()
@@ -291,11 +311,12 @@ class HFPolicy:
         prefix = "base_model.model."
         return [(n[len(prefix):], m) for n, m in self.model.named_modules() if isinstance(m, LoraLayer) and n.startswith(prefix)]
 
-    def _build_plain_copy(self) -> Any:
-        """A plain model sharing every non-LoRA tensor with ``.model`` and owning copies of the LoRA targets."""
+    def _build_plain_copy(self, *, own_targets: bool = True) -> Any:
+        """A plain model sharing every non-LoRA tensor with ``.model`` and owning copies of the LoRA targets (sharing
+        those too with ``own_targets=False``)."""
         from transformers import AutoModelForCausalLM
 
-        base = self.model.get_base_model()
+        base = self.model.get_base_model() if self.has_adapter else self.model
         with torch.device("meta"):
             copy = AutoModelForCausalLM.from_config(base.config)
         lora_names = {n for n, _ in self._lora_layers()}
@@ -305,7 +326,7 @@ class HFPolicy:
                 continue
             k = k.replace(".base_layer.", ".")
             owner = k.rsplit(".", 1)[0]
-            state[k] = v.detach().clone() if owner in lora_names else v.detach()
+            state[k] = v.detach().clone() if own_targets and owner in lora_names else v.detach()
         copy.load_state_dict(state, strict=False, assign=True)
         for name, _ in list(copy.named_buffers()):
             owner, _, leaf = name.rpartition(".")

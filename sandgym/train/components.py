@@ -23,7 +23,7 @@ def build_policy(config: TrainConfig, *, adapter: str | None, trainable: bool = 
 
     m = config.model
     lora = LoraSpec(r=m.lora_r, alpha=m.lora_alpha, dropout=m.lora_dropout, target_modules=m.target_modules or None)
-    policy = HFPolicy(m.name, lora=lora, adapter=adapter)
+    policy = HFPolicy(m.name, lora=lora, adapter=adapter, generation_weights=m.generation_weights)
     if trainable:
         policy.model.train()
         if config.optim.activation_checkpointing:
