@@ -107,11 +107,18 @@ def length_bucket(tokens: int) -> str:
     return f"{2 ** max(0, round(math.log2(max(tokens, 1) / 1000)))}K"
 
 
+def length_groups(rows: Sequence[EpisodeRow]) -> dict[str, list[EpisodeRow]]:
+    """The rows whose task has a document, by :func:`length_bucket`, shortest first."""
+    groups: dict[str, list[EpisodeRow]] = {}
+    for r in rows:
+        if r.doc_tokens > 0:
+            groups.setdefault(length_bucket(r.doc_tokens), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: int(kv[0][:-1])))
+
+
 def by_length(rows: Sequence[EpisodeRow], samples: int) -> dict[str, Any]:
     """Completion per document length (long-context tasks), shortest first; empty when no task has a document."""
-    with_doc = [r for r in rows if r.doc_tokens > 0]
-    buckets = sorted({length_bucket(r.doc_tokens) for r in with_doc}, key=lambda b: int(b[:-1]))
-    return {b: summarize([r for r in with_doc if length_bucket(r.doc_tokens) == b], samples) for b in buckets}
+    return {b: summarize(group, samples) for b, group in length_groups(rows).items()}
 
 
 def split_transfer(rows: Sequence[EpisodeRow], trained_families: Sequence[str]) -> tuple[list[EpisodeRow], list[EpisodeRow]]:
@@ -172,10 +179,8 @@ def compare_to_baseline(
         gain = paired_gain(cand, bas)
         if gain is not None:
             out[f"gain_{name}"] = gain
-    lengths = {length_bucket(r.doc_tokens) for r in rows if r.doc_tokens > 0}
-    per_length = {b: paired_gain([r for r in rows if r.doc_tokens > 0 and length_bucket(r.doc_tokens) == b],
-                                 [r for r in base if r.doc_tokens > 0 and length_bucket(r.doc_tokens) == b])
-                  for b in sorted(lengths, key=lambda b: int(b[:-1]))}
+    base_by_length = length_groups(base)
+    per_length = {b: paired_gain(group, base_by_length.get(b, [])) for b, group in length_groups(rows).items()}
     out["gain_by_length"] = {b: g for b, g in per_length.items() if g is not None}
     return out
 
