@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import secrets
+import subprocess
 import tempfile
 import threading
 import time
@@ -183,6 +184,7 @@ class LocalSandbox:
         p = self._paths()
         cfg: dict[str, object] = {k: p[k] for k in ("workspace", "grader", "site", "warm_dir", "rt", "pyenv")}
         cfg["kill_all"] = not self.weak
+        cfg["wipe"] = not self.weak  # weak: no file system of its own to snapshot and put back (the host's is "/")
         return self.spawn_script(["worker.py", mode, ascii(cfg)], grader=True)
 
     def spawn_script(self, args: Sequence[str], *, grader: bool,
@@ -234,9 +236,9 @@ class LocalSandbox:
             try:
                 ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
             except (ChannelDead, ChannelTimeout) as exc:
-                ch.kill()
+                why = self._start_failure(ch, exc)
                 self._worker = None
-                raise SandboxError(f"the sandbox worker did not start ({exc}): {self._log_tail()}; "
+                raise SandboxError(f"the sandbox worker did not start ({why}): {self._log_tail()}; "
                                    f"python={self.python!r} must be executable by an unprivileged uid "
                                    "(not under /root)") from exc
             if not ready.get("ready"):
@@ -245,6 +247,21 @@ class LocalSandbox:
                 raise SandboxError(f"the sandbox worker sent {ready!r} instead of its ready line")
             self._worker_ready = True
         return ch
+
+    def _start_failure(self, ch: Channel, exc: Exception) -> str:
+        """Why a sandbox process died before its ready line: the error, how it ended, and any OOM kill."""
+        code = ch.proc.poll()
+        if code is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = ch.proc.wait(timeout=1)
+        ch.kill()
+        parts = [str(exc)]
+        if code is not None:
+            parts.append(f"killed by signal {-code}" if code < 0 else f"exit status {code}")
+        if self._cgroup is not None and self._cgroup.oom_kills() > 0:
+            parts.append(f"the kernel's OOM killer killed a process of its memory cgroup ({self._cgroup.path}, "
+                         f"{self._cgroup.limit_bytes >> 20} MiB): raise Limits.memory_mb")
+        return "; ".join(parts)
 
     def wait_ready(self) -> None:
         """Block until the warm worker is up (calls do this themselves; useful to fail fast or to time start-up)."""
@@ -320,7 +337,7 @@ class LocalSandbox:
             try:
                 ready = ch.recv(time.monotonic() + STARTUP_TIMEOUT_S)
             except (ChannelDead, ChannelTimeout) as exc:
-                ready = {"error": str(exc)}
+                ready = {"error": self._start_failure(ch, exc)}
             if not ready.get("ready"):
                 raise SandboxError(f"the one-shot sandbox did not start ({ready}): {self._log_tail()}; "
                                    f"python={self.python!r} must be executable by an unprivileged uid")
@@ -576,7 +593,8 @@ class LocalSandbox:
         """Reset keeping the warm worker (no bwrap or interpreter start): True when done and proven clean, False
         when the full reset must run. Needs the slot uid (root): only then are the uid's processes countable."""
         ch = self._worker
-        if not (self.warm and self.uid is not None and ch is not None and ch.alive and self._worker_ready):
+        if self.weak or not (self.warm and self.uid is not None and ch is not None and ch.alive
+                             and self._worker_ready):
             return False
         keep = bwrap_host.process_and_children(ch.proc.pid)
         zygote = self._zygote if self._zygote is not None and self._zygote.alive else None

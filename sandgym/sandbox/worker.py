@@ -144,14 +144,19 @@ def _python_child(req):
     _finish_python(code)
 
 
-def _reap_all():
+def _reap_all(wait_s=0.0):
+    """Reap every child that has exited; with ``wait_s``, wait up to that long for all of them to (after
+    ``kill(-1)``: a SIGKILLed stray can still be exiting on a loaded machine, and would show in the next call's ``ps``)."""
+    deadline = time.monotonic() + wait_s
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
-            return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)
 
 
 def _kill_strays(pid):
@@ -254,7 +259,7 @@ def _supervise(pid, t0, timeout, cap, in_w, stdin_data, out_r, err_r, rep_r, non
     wall = time.monotonic() - t0
     for fd in open_fds + [pidfd] + ([in_w] if in_w >= 0 else []):
         os.close(fd)
-    _reap_all()
+    _reap_all(2.0 if CFG.get("kill_all") else 0.0)  # kill_all: every other process of the sandbox was SIGKILLed
     return _result(status, rusage, timed_out, wall, bufs, totals, caps, out_r, err_r, rep_r, nonce)
 
 
@@ -329,6 +334,8 @@ def _send(obj):
 def _wipe(baseline):
     """Between episodes: reap what died, then put the writable file systems back to ``baseline``."""
     _reap_all()
+    if baseline is None:
+        return {"left": ["(no baseline: this worker does not wipe in place; the host resets it from scratch)"]}
     return {"left": worker_wipe.wipe(baseline)[:20]}
 
 
@@ -358,7 +365,9 @@ def main():
     import gc
 
     gc.freeze()  # children's collections (pytest runs two per session) skip the zygote's objects; less CoW too
-    baseline = worker_wipe.snapshot() if mode == "serve" else {}  # before any agent code runs
+    # before any agent code runs; never under weak isolation, where "/" is the host's own file system (walking it all
+    # took 770 MB for 0.8M entries, past the sandbox's memory cgroup on a machine with many files)
+    baseline = worker_wipe.snapshot() if mode == "serve" and CFG.get("wipe", True) else None
     _send({"ready": True, "pid": os.getpid()})
     reader = os.fdopen(PROTO_IN, "rb", buffering=0)
     buf = b""

@@ -328,6 +328,38 @@ def test_weak_isolation_only_by_opt_in_and_loud(tmp_path: object, caplog: pytest
     assert any("WEAK ISOLATION" in rec.getMessage() for rec in caplog.records)
 
 
+def test_weak_worker_never_snapshots_or_wipes_the_host(tmp_path: object) -> None:
+    """Under weak isolation "/" is the host's file system. The worker once snapshotted all of it at start (302 MB
+    here, past the sandbox's memory cgroup on a machine with many files: the worker was OOM-killed before its ready
+    line) and an in-place reset would have wiped host files the slot uid can delete. Now: no snapshot, and every
+    reset is from scratch."""
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("the weak backend drops to a slot uid only as root")
+    bwrap = _fake_bwrap(tmp_path, "bwrap: unshare failed: Operation not permitted")
+    shared = tempfile.mkdtemp(prefix="sandgym-weak-host-")  # a world-writable host folder the slot uid can reach
+    os.chmod(shared, 0o777)
+    try:
+        with LocalSandbox(LIMITS, bwrap=bwrap, allow_weak_isolation=True) as weak:
+            weak.wait_ready()
+            assert weak._worker is not None
+            with open(f"/proc/{weak._worker.proc.pid}/status") as f:
+                hwm_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM"))
+            assert hwm_kb < 150 << 10, f"the weak worker peaked at {hwm_kb >> 10} MB: it walks the host file system"
+            with open(os.path.join(shared, "host.txt"), "w") as f:
+                f.write("the host's\n")
+            assert weak.exec("echo x > x.txt").exit_code == 0
+            weak.reset()
+            assert weak.in_place_resets == 0
+            assert os.path.exists(os.path.join(shared, "host.txt"))
+            assert weak.list_files() == [] and weak.exec("echo back").stdout == "back\n"
+    finally:
+        import shutil
+
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 def test_unusable_python_gives_clear_sandbox_error(sb: LocalSandbox) -> None:
     for warm in (True, False):
         box = LocalSandbox(LIMITS, python="/nonexistent/bin/python3", warm=warm)  # bwrap works (sb started)
