@@ -1,5 +1,7 @@
 """The demo's attribution report on constructed episodes (the real demo run is recorded in docs/BENCHMARKS.md)."""
 
+import pytest
+
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.experiments.demo import eval_config, report
 from sandgym.train.config import load_config
@@ -40,7 +42,6 @@ def test_attribution_table_and_verdict(tmp_path):
 
 
 def test_rerun_with_another_config_is_refused(tmp_path):
-    import pytest
 
     from sandgym.errors import ConfigError
     from sandgym.experiments.demo import check_same_config
@@ -89,7 +90,6 @@ def test_test_and_fix_track_reports_behaviour_and_rl_change(tmp_path):
 
 
 def test_track_all_refuses_one_config_for_every_track(tmp_path):
-    import pytest
 
     from sandgym.errors import ConfigError
     from sandgym.experiments.demo import main
@@ -119,12 +119,15 @@ def test_long_context_track_evaluates_each_length_and_reports_rl_per_length(tmp_
     cfg = eval_config(load_config(str(TRACKS["long_context"])), tmp_path, n_tasks=15, samples=2, seeds=1)
     assert cfg.suites == tuple(f"long_context:heldout?tokens={n}&placement=file" for n in (1024, 2048, 4096, 8192))
     assert cfg.trained_families == ()  # a domain suite: its unseen families are marked on the tasks
-    rows = {"base": _lc_rows({1024: 0.2, 8192: 0.0}), "sft": _lc_rows({1024: 0.6, 8192: 0.2}),
-            "sft_rl": _lc_rows({1024: 0.6, 8192: 0.8})}
+    rows = {"base": _lc_rows({1024: 0.2, 4096: 0.0, 8192: 0.0}), "sft": _lc_rows({1024: 0.6, 4096: 0.2, 8192: 0.2}),
+            "sft_rl": _lc_rows({1024: 0.6, 4096: 0.4, 8192: 0.8})}
     for name in rows:
         (tmp_path / name).mkdir()
     text, metrics = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
-    assert "| policy | 1K | 8K |" in text and "| RL over SFT (paired) | +0.000" in text
+    assert "| policy | 1K | 4K | 8K | 4K+ |" in text and "| RL over SFT (paired) | +0.000" in text
     assert metrics["rl_vs_sft"]["gain_by_length"]["8K"]["diff"]["low"] > 0
-    assert "Per document length, RL over SFT: 1K +0.000" in text and "8K +0.600" in text
+    pooled = metrics["rl_vs_sft"]["gain_by_length_pooled"]  # 4K and 8K together: 20 tasks, (0.2 + 0.6) / 2
+    assert list(pooled) == ["4K+"] and pooled["4K+"]["diff"]["value"] == pytest.approx(0.4)
+    assert metrics["sft_rl"]["by_length_pooled"]["4K+"]["completion"]["value"] == pytest.approx(0.6)
+    assert "Per document length, RL over SFT: 1K +0.000" in text and "8K +0.600" in text and "4K+ +0.400" in text
     assert "## By document length" in (tmp_path / "REPORT.md").read_text()

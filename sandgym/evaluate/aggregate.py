@@ -116,9 +116,23 @@ def length_groups(rows: Sequence[EpisodeRow]) -> dict[str, list[EpisodeRow]]:
     return dict(sorted(groups.items(), key=lambda kv: int(kv[0][:-1])))
 
 
+def length_groups_pooled(rows: Sequence[EpisodeRow]) -> dict[str, list[EpisodeRow]]:
+    """The rows at a length and every longer one, ``"4K+"``, for each length strictly between the shortest and the
+    longest: the pooled groups a goal "at >= 4K tokens" is tested on (more tasks, a tighter interval)."""
+    groups = length_groups(rows)
+    names = list(groups)
+    return {f"{b}+": [r for later in names[i:] for r in groups[later]] for i, b in enumerate(names)
+            if 0 < i < len(names) - 1}
+
+
 def by_length(rows: Sequence[EpisodeRow], samples: int) -> dict[str, Any]:
     """Completion per document length (long-context tasks), shortest first; empty when no task has a document."""
     return {b: summarize(group, samples) for b, group in length_groups(rows).items()}
+
+
+def by_length_pooled(rows: Sequence[EpisodeRow], samples: int) -> dict[str, Any]:
+    """Completion at each length and longer (:func:`length_groups_pooled`)."""
+    return {b: summarize(group, samples) for b, group in length_groups_pooled(rows).items()}
 
 
 def split_transfer(rows: Sequence[EpisodeRow], trained_families: Sequence[str]) -> tuple[list[EpisodeRow], list[EpisodeRow]]:
@@ -153,6 +167,7 @@ def aggregate(
     m["traps"] = traps(rows)
     m["behaviour"] = behaviour(rows)
     m["by_length"] = by_length(rows, samples)
+    m["by_length_pooled"] = by_length_pooled(rows, samples)
     m["cost"] = cost(rows)
     m["infra_failures"] = sum(r.infra_failure for r in rows)
     m["task_errors"] = sum(r.failure_mode == "task_error" for r in rows)
@@ -171,7 +186,8 @@ def compare_to_baseline(
     """Gains over the baseline on the same tasks and seeds: overall, trained and unseen families."""
     out: dict[str, Any] = {"overall": summarize(base, samples), "failure_modes": failure_modes(base),
                            "traps": traps(base), "behaviour": behaviour(base),
-                           "behaviour_gain": behaviour_gains(rows, base), "by_length": by_length(base, samples)}
+                           "behaviour_gain": behaviour_gains(rows, base), "by_length": by_length(base, samples),
+                           "by_length_pooled": by_length_pooled(base, samples)}
     b_tr, b_un = split_transfer(base, trained_families)
     c_tr, c_un = split_transfer(rows, trained_families)
     out["transfer"] = {"trained": summarize(b_tr, samples), "unseen": summarize(b_un, samples)}
@@ -179,9 +195,10 @@ def compare_to_baseline(
         gain = paired_gain(cand, bas)
         if gain is not None:
             out[f"gain_{name}"] = gain
-    base_by_length = length_groups(base)
-    per_length = {b: paired_gain(group, base_by_length.get(b, [])) for b, group in length_groups(rows).items()}
-    out["gain_by_length"] = {b: g for b, g in per_length.items() if g is not None}
+    for key, grouping in (("gain_by_length", length_groups), ("gain_by_length_pooled", length_groups_pooled)):
+        base_groups = grouping(base)
+        per_length = {b: paired_gain(group, base_groups.get(b, [])) for b, group in grouping(rows).items()}
+        out[key] = {b: g for b, g in per_length.items() if g is not None}
     return out
 
 

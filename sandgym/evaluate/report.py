@@ -35,16 +35,19 @@ def length_blocks(m: dict[str, Any], with_plots: bool) -> tuple[Block, ...]:
     cand, base = m.get("by_length") or {}, (m.get("baseline") or {}).get("by_length") or {}
     if not cand:
         return (Text("No task in these suites has a document (long-context tasks report completion per length)."),)
-    gains = (m.get("baseline") or {}).get("gain_by_length") or {}
+    b_all = m.get("baseline") or {}
+    gains = {**(b_all.get("gain_by_length") or {}), **(b_all.get("gain_by_length_pooled") or {})}
+    base = {**base, **(b_all.get("by_length_pooled") or {})}
 
     def gain(b: str) -> str:
         g = gains.get(b)
         return f"{format_interval(g['diff'], signed=True)} ({format_p(g['p_value'])})" if g else "n/a"
 
+    # each length, then the pooled "4K+" rows (that length and every longer one)
     table = Table(("document length", "completion", "tasks", "baseline", "paired gain"), tuple(
         (b, format_interval(s.get("completion")), str(s.get("tasks", 0)),
          format_interval(base.get(b, {}).get("completion")), gain(b))
-        for b, s in cand.items()))
+        for b, s in {**cand, **(m.get("by_length_pooled") or {})}.items()))
     series: list[Series] = [("candidate", [s.get("completion") for s in cand.values()])]
     if base:
         series.append(("baseline", [base.get(b, {}).get("completion") for b in cand]))

@@ -139,7 +139,9 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
     )
     lengths = metrics["rl_vs_sft"].get("gain_by_length") or {}
     if lengths:
-        verdict += " Per document length, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
+        pooled = metrics["rl_vs_sft"].get("gain_by_length_pooled") or {}
+        verdict += " Per document length, RL over SFT: " + "; ".join(
+            f"{b} {gain(g)}" for b, g in {**lengths, **pooled}.items()) + "."
     shifted = [f"{name.replace('_', ' ')} {gain(g)}" for name, g in
                (metrics["rl_vs_sft"].get("behaviour_gain") or {}).items()
                if name in ("recovery", "verify_before_submit") and metrics["sft"].get("behaviour", {}).get(name)]
@@ -166,11 +168,16 @@ def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
 
 def length_table(metrics: dict[str, Any]) -> Table | None:
     """Per document length: each policy's completion and RL's paired change over SFT; None without documents."""
-    lengths = list(metrics["base"].get("by_length") or {})
-    if not lengths:
+    if not metrics["base"].get("by_length"):
         return None
-    gains = metrics["rl_vs_sft"].get("gain_by_length") or {}
-    rows = [(label, *(format_interval((metrics[name].get("by_length") or {}).get(b, {}).get("completion"))
+
+    def per_length(m: dict[str, Any]) -> dict[str, Any]:  # each length, then the pooled "4K+" columns
+        return {**(m.get("by_length") or {}), **(m.get("by_length_pooled") or {})}
+
+    lengths = list(per_length(metrics["base"]))
+    rl = metrics["rl_vs_sft"]
+    gains = {**(rl.get("gain_by_length") or {}), **(rl.get("gain_by_length_pooled") or {})}
+    rows = [(label, *(format_interval(per_length(metrics[name]).get(b, {}).get("completion"))
                       for b in lengths)) for name, label in POLICIES]
     rows.append(("RL over SFT (paired)", *(f"{format_interval(gains[b]['diff'], signed=True)} "
                                            f"{format_p(gains[b]['p_value'])}" if b in gains else "n/a"
@@ -195,7 +202,8 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
             *((fig,) if fig else ()))),
         *((Section("By document length", (lengths, Text(
             "Completion on the held-out long-context tasks per document length (trained and unseen families "
-            "together), 95% intervals over tasks; RL over SFT paired over the same tasks and seeds.")))
+            "together), 95% intervals over tasks; RL over SFT paired over the same tasks and seeds. A column such "
+            "as 4K+ pools that length and every longer one (the tasks a goal at >= 4K tokens is tested on).")))
            ,) if lengths is not None else ()),
         *((Section("Behaviour", (behaviours, Text(
             "first attempt pass: the first visible-test run passed; recovery: of the episodes whose first run "

@@ -77,7 +77,10 @@ def test_completion_per_document_length_in_metrics_and_report():
     gains = m["baseline"]["gain_by_length"]  # paired over the same tasks, per length
     assert [gains[b]["diff"]["value"] for b in ("1K", "4K", "8K")] == [1.0, 0.5, 0.0]
     assert gains["1K"]["diff"]["low"] > 0 and gains["8K"]["diff"]["high"] == 0.0
+    assert list(m["by_length_pooled"]) == ["4K+"]  # 4K and every longer length; not the shortest or longest alone
+    assert m["by_length_pooled"]["4K+"]["completion"]["value"] == 0.25 and m["by_length_pooled"]["4K+"]["tasks"] == 8
+    assert m["baseline"]["gain_by_length_pooled"]["4K+"]["diff"]["value"] == 0.25
     text = markdown({**m, "policy": {"spec": "x"}})
-    assert "## By document length" in text and "| 4K | 0.500" in text and "| +1.000" in text
+    assert "## By document length" in text and "| 4K | 0.500" in text and "| +1.000" in text and "| 4K+ | 0.250" in text
     assert "No task in these suites has a document" in markdown({**aggregate(rows[:0] + [row("a", solved=True,
         first=True, verified=True)], samples=1), "policy": {"spec": "x"}})
