@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -123,6 +123,11 @@ def length_groups_pooled(rows: Sequence[EpisodeRow]) -> dict[str, list[EpisodeRo
     names = list(groups)
     return {f"{b}+": [r for later in names[i:] for r in groups[later]] for i, b in enumerate(names)
             if 0 < i < len(names) - 1}
+
+
+def with_pooled(m: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``m[key]`` (per length) followed by ``m[key + "_pooled"]`` (the "4K+" groups), for tables and verdicts."""
+    return {**(m.get(key) or {}), **(m.get(f"{key}_pooled") or {})}
 
 
 def by_length(rows: Sequence[EpisodeRow], samples: int) -> dict[str, Any]:

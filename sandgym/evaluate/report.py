@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sandgym.evaluate.aggregate import with_pooled
 from sandgym.evaluate.report_writer import (
     PALETTE,
     Block,
@@ -32,12 +33,11 @@ SECTIONS = ("Headline", "By domain", "By family", "By document length", "Stabili
 def length_blocks(m: dict[str, Any], with_plots: bool) -> tuple[Block, ...]:
     """Completion per document length (candidate, baseline) as a table and a bar chart; a note when no task has a
     document."""
-    cand, base = m.get("by_length") or {}, (m.get("baseline") or {}).get("by_length") or {}
+    cand = m.get("by_length") or {}
     if not cand:
         return (Text("No task in these suites has a document (long-context tasks report completion per length)."),)
     b_all = m.get("baseline") or {}
-    gains = {**(b_all.get("gain_by_length") or {}), **(b_all.get("gain_by_length_pooled") or {})}
-    base = {**base, **(b_all.get("by_length_pooled") or {})}
+    gains, base = with_pooled(b_all, "gain_by_length"), with_pooled(b_all, "by_length")
 
     def gain(b: str) -> str:
         g = gains.get(b)
@@ -47,7 +47,7 @@ def length_blocks(m: dict[str, Any], with_plots: bool) -> tuple[Block, ...]:
     table = Table(("document length", "completion", "tasks", "baseline", "paired gain"), tuple(
         (b, format_interval(s.get("completion")), str(s.get("tasks", 0)),
          format_interval(base.get(b, {}).get("completion")), gain(b))
-        for b, s in {**cand, **(m.get("by_length_pooled") or {})}.items()))
+        for b, s in with_pooled(m, "by_length").items()))
     series: list[Series] = [("candidate", [s.get("completion") for s in cand.values()])]
     if base:
         series.append(("baseline", [base.get(b, {}).get("completion") for b in cand]))

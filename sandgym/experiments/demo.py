@@ -29,7 +29,7 @@ from typing import Any
 from sandgym.agents.models import ensure_embedded_model, is_embedded
 from sandgym.configs import to_dict, to_toml
 from sandgym.errors import ConfigError, SandgymError
-from sandgym.evaluate.aggregate import aggregate
+from sandgym.evaluate.aggregate import aggregate, with_pooled
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.evaluate.metrics import format_interval, format_p
@@ -137,11 +137,9 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
         + ("The interval excludes zero: RL added a measurable gain." if rl and rl["diff"]["low"] > 0
            else "The interval includes zero: on this budget RL's own gain over SFT is not established.")
     )
-    lengths = metrics["rl_vs_sft"].get("gain_by_length") or {}
+    lengths = with_pooled(metrics["rl_vs_sft"], "gain_by_length")
     if lengths:
-        pooled = metrics["rl_vs_sft"].get("gain_by_length_pooled") or {}
-        verdict += " Per document length, RL over SFT: " + "; ".join(
-            f"{b} {gain(g)}" for b, g in {**lengths, **pooled}.items()) + "."
+        verdict += " Per document length, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
     shifted = [f"{name.replace('_', ' ')} {gain(g)}" for name, g in
                (metrics["rl_vs_sft"].get("behaviour_gain") or {}).items()
                if name in ("recovery", "verify_before_submit") and metrics["sft"].get("behaviour", {}).get(name)]
@@ -170,14 +168,9 @@ def length_table(metrics: dict[str, Any]) -> Table | None:
     """Per document length: each policy's completion and RL's paired change over SFT; None without documents."""
     if not metrics["base"].get("by_length"):
         return None
-
-    def per_length(m: dict[str, Any]) -> dict[str, Any]:  # each length, then the pooled "4K+" columns
-        return {**(m.get("by_length") or {}), **(m.get("by_length_pooled") or {})}
-
-    lengths = list(per_length(metrics["base"]))
-    rl = metrics["rl_vs_sft"]
-    gains = {**(rl.get("gain_by_length") or {}), **(rl.get("gain_by_length_pooled") or {})}
-    rows = [(label, *(format_interval(per_length(metrics[name]).get(b, {}).get("completion"))
+    lengths = list(with_pooled(metrics["base"], "by_length"))  # each length, then the pooled "4K+" columns
+    gains = with_pooled(metrics["rl_vs_sft"], "gain_by_length")
+    rows = [(label, *(format_interval(with_pooled(metrics[name], "by_length").get(b, {}).get("completion"))
                       for b in lengths)) for name, label in POLICIES]
     rows.append(("RL over SFT (paired)", *(f"{format_interval(gains[b]['diff'], signed=True)} "
                                            f"{format_p(gains[b]['p_value'])}" if b in gains else "n/a"
