@@ -3,6 +3,7 @@ sandgym against plain ``transformers`` on the same inputs (issue 21, goal 4).
 
     python bench/long_context_cost.py                       # 1024 2048 4096 7936 tokens, 2 repeats
     python bench/long_context_cost.py --lengths 1024 2048 --repeats 1 --decode 8   # smoke run
+    python bench/long_context_cost.py --no-learner --lengths 1024 2048 4096 8128   # prefill and decode only
 
 Each (length, implementation) runs in its own process (so ``ru_maxrss`` is that run's peak), with the embedded
 SmolLM2-135M and a fresh LoRA adapter, float32, 2 threads:
@@ -36,7 +37,7 @@ from typing import Any
 COMPLETION = 64
 
 
-def run_one(length: int, impl: str, decode: int, repeats: int) -> dict[str, Any]:
+def run_one(length: int, impl: str, decode: int, repeats: int, learner: bool = True) -> dict[str, Any]:
     import torch
 
     from sandgym.agents.hf import HFPolicy
@@ -96,14 +97,16 @@ def run_one(length: int, impl: str, decode: int, repeats: int) -> dict[str, Any]
     gen.register_forward_pre_hook(lambda *_: started.append(time.perf_counter()))
     gen.register_forward_hook(lambda *_: calls.append(time.perf_counter() - started[-1]))
     generate(1)  # warm-up (allocator, kernels, autograd), not timed
-    learn()
+    if learner:
+        learn()
     for _ in range(repeats):
         out["prefill_tok_s"].append(length / generate(1))
         calls.clear()
         generate(decode + 1)
         out["decode_ms_tok"].append(statistics.median(calls[1:]) * 1000)
-        out["learner_tok_s"].append(length / learn())
-    row: dict[str, Any] = {k: statistics.median(v) for k, v in out.items()}
+        if learner:
+            out["learner_tok_s"].append(length / learn())
+    row: dict[str, Any] = {k: statistics.median(v) if v else float("nan") for k, v in out.items()}
     row.update(length=length, impl=impl, attention=str(getattr(model.config, "_attn_implementation", "?")),
                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return row
@@ -115,10 +118,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--decode", type=int, default=16, help="tokens decoded after the prompt")
     ap.add_argument("--one", nargs=2, metavar=("LENGTH", "IMPL"), help=argparse.SUPPRESS)
+    ap.add_argument("--no-learner", action="store_true",
+                    help="prefill and decode only (the learner at 8K is in bench/learner_memory.py)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(int(args.one[0]), args.one[1], args.decode, args.repeats)))
+        print(json.dumps(run_one(int(args.one[0]), args.one[1], args.decode, args.repeats, not args.no_learner)))
         return
     print(f"load at start: {os.getloadavg()[0]:.2f}; lengths {args.lengths}, {args.repeats} repeats, "
           f"decode {args.decode} tokens", flush=True)
@@ -126,11 +131,16 @@ def main() -> None:
     for length in args.lengths:
         for impl in ("sandgym", "transformers") if length % 2 == 0 else ("transformers", "sandgym"):
             cmd = [sys.executable, __file__, "--one", str(length), impl, "--repeats", str(args.repeats),
-                   "--decode", str(args.decode)]
+                   "--decode", str(args.decode), *(["--no-learner"] if args.no_learner else [])]
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(rows[-1]), flush=True)
     print(f"load at end: {os.getloadavg()[0]:.2f}; attention: {rows[0]['attention']}")
+    pairs = {(r["length"], r["impl"]): r for r in rows}
+    print("\n| tokens | prefill sandgym / transformers (time) | decode sandgym / transformers (time) |\n|---:|---:|---:|")
+    for length in args.lengths:
+        s, t = pairs[(length, "sandgym")], pairs[(length, "transformers")]
+        print(f"| {length} | {t['prefill_tok_s'] / s['prefill_tok_s']:.2f}x | {s['decode_ms_tok'] / t['decode_ms_tok']:.2f}x |")
     base = {r["impl"]: r for r in rows if r["length"] == args.lengths[0]}
     print("\n| tokens | impl | prefill tok/s | decode ms/token | learner fwd+bwd tok/s | peak RSS MB | "
           "prefill s/token vs shortest | learner s/token vs shortest |\n|---:|---|---:|---:|---:|---:|---:|---:|")

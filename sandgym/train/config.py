@@ -35,8 +35,9 @@ class ModelConfig:
     hot-loaded under a versioned name (docs/SCALING.md). Empty: generate in this process."""
     generation_weights: Literal["float", "int8"] = "float"
     """Weights of the in-process generation copy: "float" (the model's dtype, the adapter merged in) or "int8"
-    (dynamic int8 with the adapter applied live: ~2.5-3x faster decoding on CPU; the truncated importance weight
-    corrects the small mismatch, watch ``losses/tis_mean``). CPU only."""
+    (dynamic int8 with the adapter applied live: 1.7-1.8x faster decoding on CPU, but off-policy: on SmolLM2-135M
+    ``losses/tis_mean`` is ~0.8 and RL did not learn with it, docs/BENCHMARKS.md; the loop warns below 0.9). CPU
+    only."""
     inference_adapter_dir: str = ""
     """Where published adapters are written for the server to load; it must see the same path (default
     ``RUN_DIR/served_adapters``)."""

@@ -43,7 +43,7 @@ from sandgym.train.config import TrainConfig
 from sandgym.train.distributed.ray_backend import DispatchHook, RayBackend
 from sandgym.train.domains import DomainMixer
 from sandgym.train.logger import MetricsLogger
-from sandgym.train.metrics import step_metrics
+from sandgym.train.metrics import off_policy_warning, step_metrics
 from sandgym.train.server_backend import ServerBackend
 from sandgym.train.sft import initial_adapter
 from sandgym.train.step import batch_samples
@@ -151,6 +151,8 @@ def run(config: TrainConfig, *, resume: bool = False, on_eval: EvalHook | None =
             metrics = step_metrics(step + 1, trajs, valid, stats, t_roll, t_total, mixer)
             metrics.update(backend.metrics(step, t_total))
             logger.log(metrics)
+            if step == start and (warning := off_policy_warning(metrics, config.model.generation_weights)):
+                log.warning(warning)
             logger.sample_trajectories(step + 1, trajs[: config.logging.sample_trajectories])
             progress.update(1)
             progress.set_postfix(

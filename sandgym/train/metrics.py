@@ -54,6 +54,25 @@ def step_metrics(
     return m
 
 
+OFF_POLICY_TIS = 0.9
+"""Below this mean truncated importance weight the samples come from a distribution far from the learner's."""
+
+
+def off_policy_warning(metrics: dict[str, float], generation_weights: str) -> str | None:
+    """A warning when a step's samples were drawn far off the policy being trained (``losses/tis_mean`` below
+    :data:`OFF_POLICY_TIS`; 1.0 when sampler and learner agree), naming the likely cause and its fix."""
+    tis = metrics.get("losses/tis_mean")
+    if tis is None or tis >= OFF_POLICY_TIS:
+        return None
+    cause = ("model.generation_weights='int8' moves this model's distribution too far (on SmolLM2-135M RL did not "
+             "learn with it: docs/BENCHMARKS.md); set model.generation_weights='float'"
+             if generation_weights == "int8" else
+             "check that the sampler (an inference server: model.inference) serves this same base model and the "
+             "adapter of this step")
+    return (f"losses/tis_mean={tis:.2f} (< {OFF_POLICY_TIS}): the samples come from a distribution far from the "
+            f"policy being trained; {cause}")
+
+
 def loss_metrics(stats: StepStats | None) -> dict[str, float]:
     """``losses/*`` of the learner update (only ``trained_sequences = 0`` when nothing was trained)."""
     if stats is None:

@@ -169,3 +169,15 @@ def test_freed_activations_go_back_to_the_system():
         assert out.returncode == 0, out.stderr[-2000:]
         kept[mode] = float(out.stdout.split()[-1])
     assert kept["default"] > 300 and kept["fix"] < 50, kept
+
+
+def test_off_policy_warning_names_int8_and_its_fix_only_when_samples_are_far_off() -> None:
+    from sandgym.train.metrics import off_policy_warning
+
+    assert off_policy_warning({"losses/tis_mean": 1.0}, "int8") is None
+    assert off_policy_warning({"losses/tis_mean": 0.93}, "float") is None
+    assert off_policy_warning({"losses/trained_sequences": 0.0}, "int8") is None  # nothing trained: nothing to say
+    w = off_policy_warning({"losses/tis_mean": 0.81}, "int8")
+    assert w is not None and "0.81" in w and "generation_weights='float'" in w
+    w = off_policy_warning({"losses/tis_mean": 0.5}, "float")
+    assert w is not None and "model.inference" in w and "int8" not in w
