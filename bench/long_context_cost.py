@@ -37,7 +37,8 @@ from typing import Any
 COMPLETION = 64
 
 
-def run_one(length: int, impl: str, decode: int, repeats: int, learner: bool = True) -> dict[str, Any]:
+def run_one(length: int, impl: str, decode: int, repeats: int, learner: bool = True,
+            checkpointing: bool = False) -> dict[str, Any]:
     import torch
 
     from sandgym.agents.hf import HFPolicy
@@ -71,6 +72,14 @@ def run_one(length: int, impl: str, decode: int, repeats: int, learner: bool = T
                          do_sample=True, top_k=0, pad_token_id=pad)
         return time.perf_counter() - t
 
+    if checkpointing and impl == "sandgym":  # what `[optim] activation_checkpointing` turns on
+        from sandgym.train.shared_prefix import set_activation_checkpointing
+
+        set_activation_checkpointing(model, True)
+    elif checkpointing:  # transformers' own
+        model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if checkpointing:
+        model.train()  # checkpointing applies in training mode only (no dropout in this model or adapter)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     mask = [0] * (length - COMPLETION) + [1] * COMPLETION
     sample = Sample(tuple(ids), tuple(mask), tuple(-1.0 * m for m in mask), tuple(0.5 * m for m in mask))
@@ -107,7 +116,7 @@ def run_one(length: int, impl: str, decode: int, repeats: int, learner: bool = T
         if learner:
             out["learner_tok_s"].append(length / learn())
     row: dict[str, Any] = {k: statistics.median(v) if v else float("nan") for k, v in out.items()}
-    row.update(length=length, impl=impl, attention=str(getattr(model.config, "_attn_implementation", "?")),
+    row.update(length=length, impl=impl, checkpointing=checkpointing, attention=str(getattr(model.config, "_attn_implementation", "?")),
                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return row
 
@@ -120,10 +129,13 @@ def main() -> None:
     ap.add_argument("--one", nargs=2, metavar=("LENGTH", "IMPL"), help=argparse.SUPPRESS)
     ap.add_argument("--no-learner", action="store_true",
                     help="prefill and decode only (the learner at 8K is in bench/learner_memory.py)")
+    ap.add_argument("--checkpointing", action="store_true",
+                    help="activation checkpointing in both learners (sandgym's, transformers' own); plain 8K needs ~26 GB")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(int(args.one[0]), args.one[1], args.decode, args.repeats, not args.no_learner)))
+        print(json.dumps(run_one(int(args.one[0]), args.one[1], args.decode, args.repeats, not args.no_learner,
+                                  args.checkpointing)))
         return
     print(f"load at start: {os.getloadavg()[0]:.2f}; lengths {args.lengths}, {args.repeats} repeats, "
           f"decode {args.decode} tokens", flush=True)
@@ -131,7 +143,8 @@ def main() -> None:
     for length in args.lengths:
         for impl in ("sandgym", "transformers") if length % 2 == 0 else ("transformers", "sandgym"):
             cmd = [sys.executable, __file__, "--one", str(length), impl, "--repeats", str(args.repeats),
-                   "--decode", str(args.decode), *(["--no-learner"] if args.no_learner else [])]
+                   "--decode", str(args.decode), *(["--no-learner"] if args.no_learner else []),
+                   *(["--checkpointing"] if args.checkpointing else [])]
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(rows[-1]), flush=True)
