@@ -14,9 +14,10 @@ under checkpointing.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -105,8 +106,9 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
 
 def set_activation_checkpointing(model: Any, on: bool) -> None:
     """Turn activation checkpointing of every decoder layer on or off (non-reentrant, so LoRA's frozen inputs need
-    no gradient). Layers keep the learner's :class:`PrefixLayer` cache under it: its replay is exact. Turning it on
-    also makes freed activations go back to the system (:func:`return_freed_memory`)."""
+    no gradient). Layers keep the learner's :class:`PrefixLayer` cache under it: its replay is exact. With it on,
+    :func:`~sandgym.train.step.learner_update` returns freed activations to the system while it runs
+    (:func:`freed_memory_returned`)."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     new_api = hasattr(inner, "activation_checkpointing_enable")  # transformers >= 5.2x; older: gradient_*
     if on and new_api:
@@ -115,14 +117,42 @@ def set_activation_checkpointing(model: Any, on: bool) -> None:
         inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     else:
         (inner.activation_checkpointing_disable if new_api else inner.gradient_checkpointing_disable)()
-    if on:
-        return_freed_memory()
     for layer in decoder_layers(inner):
         setattr(layer, "_can_checkpoint_with_cache", on)  # noqa: B010 (an instance flag over transformers' class one)
 
 
+def checkpointing_on(model: torch.nn.Module) -> bool:
+    """Whether :func:`set_activation_checkpointing` turned checkpointing on for ``model``'s decoder layers."""
+    return any(getattr(m, "_can_checkpoint_with_cache", False) is True for m in decoder_layers(model))
+
+
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 RETURN_ABOVE = 1 << 20
+KEEP_MMAP_BELOW, KEEP_TRIM_BELOW = 32 << 20, 64 << 20
+"""glibc's own ceilings for its adaptive thresholds on 64-bit (``DEFAULT_MMAP_THRESHOLD_MAX`` and twice that)."""
+
+
+@contextlib.contextmanager
+def freed_memory_returned(on: bool = True) -> Iterator[bool]:
+    """Inside: :func:`return_freed_memory`. After: :func:`keep_freed_memory`, so the sampler that runs next reuses
+    its blocks. The 1 MiB thresholds are for the learner only: left on while sampling, every KV-cache-sized block
+    is an ``mmap`` and a page-faulting first touch, and 8K-token decoding ran 1.76x slower (305.7 against 174.1 ms
+    a token, docs/results/long_context_cost_s10/mallopt_probe.py). Yields whether the thresholds were set."""
+    if not on:
+        yield False
+        return
+    applied = return_freed_memory()
+    try:
+        yield applied
+    finally:
+        if applied:
+            keep_freed_memory()
+
+
+def keep_freed_memory() -> bool:
+    """Let glibc keep freed blocks up to 32 MiB in its heap for reuse (its adaptive ceiling; setting a threshold
+    by hand turns adaptation off, so this is where an adapted threshold ends up after the first large free)."""
+    return _mallopt(KEEP_MMAP_BELOW, KEEP_TRIM_BELOW)
 
 
 def return_freed_memory() -> bool:
@@ -133,10 +163,14 @@ def return_freed_memory() -> bool:
     activations (recomputed and freed layer by layer under checkpointing) end up in a heap that is never trimmed:
     measured at 2K tokens, one row, peak RSS 3.2 GB with the default, 2.7 GB with only the trim threshold, 1.2 GB
     with both. Returns False where it does not apply (not glibc)."""
+    return _mallopt(RETURN_ABOVE, RETURN_ABOVE)
+
+
+def _mallopt(mmap_threshold: int, trim_threshold: int) -> bool:
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name) if name else None
-        return bool(libc is not None and libc.mallopt(M_TRIM_THRESHOLD, RETURN_ABOVE)
-                    and libc.mallopt(M_MMAP_THRESHOLD, RETURN_ABOVE))
+        return bool(libc is not None and libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)
+                    and libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold))
     except (OSError, AttributeError):
         return False

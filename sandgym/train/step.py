@@ -20,7 +20,13 @@ from sandgym.train.config import AlgorithmConfig, TrainConfig
 from sandgym.train.conflict import ConflictStats, pairwise_cosines, pcgrad
 from sandgym.train.domains import DomainMixer
 from sandgym.train.loss import policy_loss, token_logprobs
-from sandgym.train.shared_prefix import common_prefix, logits_after_shared_prefix, usable
+from sandgym.train.shared_prefix import (
+    checkpointing_on,
+    common_prefix,
+    freed_memory_returned,
+    logits_after_shared_prefix,
+    usable,
+)
 
 
 @dataclass(frozen=True)
@@ -197,71 +203,74 @@ def learner_update(
 
     Each micro-batch's loss is scaled by its share of the batch's sampled tokens (or sequences), so the summed
     gradient equals the gradient of the loss aggregated over the whole batch. With ``shard``, this rank's part of
-    that sum is computed and the parts are added with ``shard.all_reduce`` (same result as one process).
+    that sum is computed and the parts are added with ``shard.all_reduce`` (same result as one process). Under
+    activation checkpointing, freed activations go back to the system while it runs, and only then.
     """
-    params = [p for p in model.parameters() if p.requires_grad]
-    total_tokens = sum(sum(s.action_mask[1:]) for s in samples)
-    domains = sorted({s.domain for s in samples})
-    per_domain = algo.gradient_conflict != "off" and shard is None and len(domains) > 1
-    if per_domain:  # each domain's micro-batches together: its share of the gradient is read after them
-        parts_of_batch = [mb for d in domains for mb in micro_batches([s for s in samples if s.domain == d],
-                                                                       micro_batch, pad_slack)]
-    else:
-        parts_of_batch = list(micro_batches(samples, micro_batch, pad_slack))
-    if shard is not None:
-        parts_of_batch = [mb for i, mb in enumerate(parts_of_batch) if i % shard.world == shard.rank]
-    mbs = [collate(mb, pad_id, device) for mb in parts_of_batch]
-    old = _old_logprobs(model, mbs, temperature) if algo.epochs > 1 else None
-    ref = _ref_logprobs(model, mbs, temperature) if algo.beta > 0 else None
-    totals = torch.zeros(6, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean, tis_capped_frac
-    tis_max = 0.0
-    grad_norm = 0.0
-    conflict: ConflictStats | None = None
-    domain_of = [parts[0].domain for parts in parts_of_batch]
-    for _ in range(algo.epochs):
-        optimizer.zero_grad(set_to_none=True)
-        grads: dict[str, torch.Tensor] = {}
-        for i, mb in enumerate(mbs):
-            new = forward_logprobs(model, mb, temperature)
-            parts = policy_loss(
-                new,
-                old[i] if old is not None else new.detach(),
-                mb.sampling_logp,
-                mb.advantages,
-                mb.mask,
-                ref_logp=ref[i] if ref is not None else None,
-                beta=algo.beta,
-                clip_low=algo.clip_low,
-                clip_high=algo.clip_high,
-                tis_cap=algo.tis_cap,
-                aggregation=algo.loss_aggregation,
-                norm_len=norm_len,
-            )
-            share = _share(mb, algo.loss_aggregation, total_tokens, len(samples))
-            (parts.loss * share).backward()
-            totals += share * torch.tensor([float(parts.loss.detach()), parts.pg_loss, parts.kl, parts.clip_frac,
-                                            parts.tis_mean, parts.tis_capped_frac], dtype=torch.float64)
-            if bool(mb.mask.any()):
-                tis_max = max(tis_max, parts.tis_max)
-            if per_domain and (i + 1 == len(mbs) or domain_of[i + 1] != domain_of[i]):
-                grads[domain_of[i]] = _take_grads(params)
-        if per_domain:
-            conflict = _combine(params, grads, algo.gradient_conflict)
-        if shard is not None:  # sum of the shards' gradients = the full batch's gradient (a rank may hold none)
-            for p in params:
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-                shard.all_reduce(p.grad)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
-        if math.isfinite(grad_norm):
-            optimizer.step()
-    if shard is not None:
-        shard.all_reduce(totals)
-    t = (totals / algo.epochs).tolist()
-    return StepStats(loss=t[0], pg_loss=t[1], kl=t[2], clip_frac=t[3], tis_mean=t[4], grad_norm=grad_norm,
-                     tokens=total_tokens, sequences=len(samples), tis_max=tis_max or 1.0, tis_capped_frac=t[5],
-                     grad_cosine=conflict.mean if conflict else None, grad_cosine_min=conflict.min if conflict else None,
-                     pcgrad_projections=conflict.projections if conflict else 0)
+    with freed_memory_returned(checkpointing_on(model)):  # the learner's activations only
+        params = [p for p in model.parameters() if p.requires_grad]
+        total_tokens = sum(sum(s.action_mask[1:]) for s in samples)
+        domains = sorted({s.domain for s in samples})
+        per_domain = algo.gradient_conflict != "off" and shard is None and len(domains) > 1
+        if per_domain:  # each domain's micro-batches together: its share of the gradient is read after them
+            parts_of_batch = [mb for d in domains for mb in micro_batches([s for s in samples if s.domain == d],
+                                                                           micro_batch, pad_slack)]
+        else:
+            parts_of_batch = list(micro_batches(samples, micro_batch, pad_slack))
+        if shard is not None:
+            parts_of_batch = [mb for i, mb in enumerate(parts_of_batch) if i % shard.world == shard.rank]
+        mbs = [collate(mb, pad_id, device) for mb in parts_of_batch]
+        old = _old_logprobs(model, mbs, temperature) if algo.epochs > 1 else None
+        ref = _ref_logprobs(model, mbs, temperature) if algo.beta > 0 else None
+        totals = torch.zeros(6, dtype=torch.float64)  # loss, pg_loss, kl, clip_frac, tis_mean, tis_capped_frac
+        tis_max = 0.0
+        grad_norm = 0.0
+        conflict: ConflictStats | None = None
+        domain_of = [parts[0].domain for parts in parts_of_batch]
+        for _ in range(algo.epochs):
+            optimizer.zero_grad(set_to_none=True)
+            grads: dict[str, torch.Tensor] = {}
+            for i, mb in enumerate(mbs):
+                new = forward_logprobs(model, mb, temperature)
+                parts = policy_loss(
+                    new,
+                    old[i] if old is not None else new.detach(),
+                    mb.sampling_logp,
+                    mb.advantages,
+                    mb.mask,
+                    ref_logp=ref[i] if ref is not None else None,
+                    beta=algo.beta,
+                    clip_low=algo.clip_low,
+                    clip_high=algo.clip_high,
+                    tis_cap=algo.tis_cap,
+                    aggregation=algo.loss_aggregation,
+                    norm_len=norm_len,
+                )
+                share = _share(mb, algo.loss_aggregation, total_tokens, len(samples))
+                (parts.loss * share).backward()
+                totals += share * torch.tensor([float(parts.loss.detach()), parts.pg_loss, parts.kl, parts.clip_frac,
+                                                parts.tis_mean, parts.tis_capped_frac], dtype=torch.float64)
+                if bool(mb.mask.any()):
+                    tis_max = max(tis_max, parts.tis_max)
+                if per_domain and (i + 1 == len(mbs) or domain_of[i + 1] != domain_of[i]):
+                    grads[domain_of[i]] = _take_grads(params)
+            if per_domain:
+                conflict = _combine(params, grads, algo.gradient_conflict)
+            if shard is not None:  # sum of the shards' gradients = the full batch's gradient (a rank may hold none)
+                for p in params:
+                    if p.grad is None:
+                        p.grad = torch.zeros_like(p)
+                    shard.all_reduce(p.grad)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+            if math.isfinite(grad_norm):
+                optimizer.step()
+        if shard is not None:
+            shard.all_reduce(totals)
+        t = (totals / algo.epochs).tolist()
+        return StepStats(loss=t[0], pg_loss=t[1], kl=t[2], clip_frac=t[3], tis_mean=t[4], grad_norm=grad_norm,
+                         tokens=total_tokens, sequences=len(samples), tis_max=tis_max or 1.0, tis_capped_frac=t[5],
+                         grad_cosine=conflict.mean if conflict else None,
+                         grad_cosine_min=conflict.min if conflict else None,
+                         pcgrad_projections=conflict.projections if conflict else 0)
 
 
 def update_with_config(model: torch.nn.Module, optimizer: torch.optim.Optimizer, samples: Sequence[Sample],
