@@ -25,6 +25,7 @@ from sandgym.errors import ConfigError
 from sandgym.train import components
 from sandgym.train.config import TrainConfig
 from sandgym.train.feedback_sft import feedback_to_samples, source_kind
+from sandgym.train.shared_prefix import checkpointing_on, freed_memory_returned
 from sandgym.train.step import Sample, collate, forward_logprobs, micro_batches
 
 
@@ -191,21 +192,22 @@ def train_on_samples(model: torch.nn.Module, samples: Sequence[Sample], config: 
     batches = list(micro_batches(samples, config.sft.micro_batch))
     bar = progress(total=config.sft.epochs * len(batches), desc="sft")
     rng = random.Random(config.seed)
-    for _ in range(config.sft.epochs):
-        rng.shuffle(batches)
-        total, count = 0.0, 0
-        for mb in batches:
-            batch = collate(mb, pad_id)
-            logp = forward_logprobs(model, batch, 1.0)
-            loss = -(logp * batch.advantages * batch.mask).sum() / batch.mask.sum().clamp(min=1.0)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, config.optim.max_grad_norm)
-            opt.step()
-            total += float(loss.detach())
-            count += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-        losses.append(total / max(count, 1))
+    with freed_memory_returned(checkpointing_on(model)):  # as learner_update: only while it trains
+        for _ in range(config.sft.epochs):
+            rng.shuffle(batches)
+            total, count = 0.0, 0
+            for mb in batches:
+                batch = collate(mb, pad_id)
+                logp = forward_logprobs(model, batch, 1.0)
+                loss = -(logp * batch.advantages * batch.mask).sum() / batch.mask.sum().clamp(min=1.0)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, config.optim.max_grad_norm)
+                opt.step()
+                total += float(loss.detach())
+                count += 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+            losses.append(total / max(count, 1))
     bar.close()
     return losses

@@ -209,9 +209,12 @@ def test_freed_memory_is_returned_only_inside_the_learner_scope():
 
 
 @pytest.mark.parametrize("checkpointing", [False, True])
-def test_learner_update_returns_memory_only_under_checkpointing(policy, monkeypatch, checkpointing):
+@pytest.mark.parametrize("phase", ["rl", "sft"])
+def test_learners_return_memory_only_under_checkpointing(policy, monkeypatch, checkpointing, phase):
     import contextlib
 
+    from sandgym.train import sft as sft_mod
+    from sandgym.train.config import load_config
     from sandgym.train.shared_prefix import checkpointing_on, set_activation_checkpointing
 
     scopes = []
@@ -221,11 +224,14 @@ def test_learner_update_returns_memory_only_under_checkpointing(policy, monkeypa
         scopes.append(on)
         yield on
 
-    monkeypatch.setattr(step_mod, "freed_memory_returned", record)
+    monkeypatch.setattr(step_mod if phase == "rl" else sft_mod, "freed_memory_returned", record)
     set_activation_checkpointing(policy.model, checkpointing)
     assert checkpointing_on(policy.model) is checkpointing
     policy.model.train()
-    _update(policy, AlgorithmConfig())
+    if phase == "rl":
+        _update(policy, AlgorithmConfig())
+    else:
+        sft_mod.train_on_samples(policy.model, _samples(), load_config(None, ["sft.epochs=1"]), pad_id=0)
     set_activation_checkpointing(policy.model, False)
     assert scopes == [checkpointing]
     assert checkpointing_on(policy.model) is False
