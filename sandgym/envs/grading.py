@@ -19,7 +19,7 @@ from sandgym.errors import ConfigError
 from sandgym.sandbox.protocol import TestReport
 from sandgym.tasks.matchers import match
 from sandgym.tasks.task import Task
-from sandgym.tasks.verifier_errors import SCRIPT_PRELUDE, verifier_failure
+from sandgym.tasks.verifier_errors import check_script, verifier_failure
 
 __all__ = ["grade", "isolation_kwargs", "signal_scores", "HOST_MAX_FILES", "HOST_MAX_FILE_CHARS"]
 
@@ -96,8 +96,7 @@ def grade(ctx: ToolContext, actions: Actions | None = None) -> Grade:
     if v.kind == "host":
         return _grade_host(ctx, actions or Actions())
     # script: the answer goes to answer.txt, the script prints {"score": x} on its last JSON line
-    ctx.sandbox.write_file("answer.txt", answer)
-    result = ctx.sandbox.run_python(SCRIPT_PRELUDE + (v.script or ""))
+    result = ctx.sandbox.run_python(check_script(v.script or "", answer))
     ctx.stats.record(result)
     score = 0.0
     for line in reversed(result.stdout.strip().splitlines()):

@@ -146,8 +146,9 @@ def _exception(err):
     except Exception:  # noqa: BLE001 - an exception class whose constructor wants other arguments
         exc = SolutionError(f"{name}: {message}")
     tb = str(err.get("tb", ""))
-    if tb:
-        exc.__notes__ = [f"raised in the solution's process:\n{tb}"]
+    # Always marked, traceback or not: a solution that blanks its traceback must not pass its exception off as
+    # the verifier's own failure (a missing library: a task error, excluded from scoring).
+    exc.__notes__ = [f"raised in the solution's process:\n{tb}" if tb else "raised in the solution's process"]
     return exc
 
 

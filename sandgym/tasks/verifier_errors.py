@@ -10,13 +10,37 @@ import re
 
 from sandgym.tasks.task import Task
 
-__all__ = ["SCRIPT_PRELUDE", "verifier_failure"]
+__all__ = ["SCRIPT_PRELUDE", "check_script", "verifier_failure"]
 
 SCRIPT_PRELUDE = (
     "import os as _os, sys as _sys\n"
     "_sys.path[:] = [p for p in _sys.path if p not in ('', '.', _os.getcwd())]\n"
 )
 """Prepended to every check script: workspace modules must not shadow what it imports (a planted json.py)."""
+
+_PLACE_ANSWER = """\
+def _sandgym_place_answer(text):
+    import shutil
+    p = 'answer.txt'
+    if _os.path.isdir(p) and not _os.path.islink(p):
+        _os.chmod(p, 0o700)
+        for d, dirs, _ in _os.walk(p):
+            for x in dirs:
+                if not _os.path.islink(_os.path.join(d, x)):
+                    _os.chmod(_os.path.join(d, x), 0o700)
+        shutil.rmtree(p)
+    elif _os.path.lexists(p) and not _os.path.isfile(p) or _os.path.islink(p):
+        _os.remove(p)
+    with open(p, 'w', encoding='utf-8', errors='replace') as f:
+        f.write(text)
+"""
+
+
+def check_script(script: str, answer: str) -> str:
+    """The program a ``script`` verifier runs: :data:`SCRIPT_PRELUDE`, then ``answer`` written to ``answer.txt``
+    by the script itself, whatever the agent left at that path (a directory or a symlink there once made the
+    host-side write fail and the episode an infra failure), then the task's script."""
+    return f"{SCRIPT_PRELUDE}{_PLACE_ANSWER}_sandgym_place_answer({answer!r})\ndel _sandgym_place_answer\n{script}"
 
 _MISSING = re.compile(r"^(?:E\s+)?(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'$", re.M)
 _SYNTAX = re.compile(r"^(?:E\s+)?(?:SyntaxError|IndentationError|TabError): ", re.M)

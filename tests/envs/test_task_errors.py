@@ -78,6 +78,33 @@ def test_agent_cannot_pass_its_own_import_error_as_a_task_error(env: ToolEnv) ->
     assert not result.info["infra_failure"]
 
 
+def test_a_solution_that_blanks_its_traceback_still_owns_its_import_error(env: ToolEnv) -> None:
+    """Exploit found in session 11: the solution emptied ``traceback.format_exception`` so its reply carried no
+    traceback, and its ModuleNotFoundError for a library outside the task passed for the verifier's own failure
+    (a task error: the failed episode was excluded from scoring and from training)."""
+    blanked = ("import traceback as _tb\n_tb.format_exception = lambda *a, **k: []\n"
+               "raise ModuleNotFoundError(\"No module named 'numpy'\")\n")
+    test = "from solution import double\n\ndef test_d():\n    assert double(2) == 4\n"
+    result = run_episode(env, OracleAgent(), _tests_task(test, solution=blanked))
+    assert result.info["failure_mode"] != "task_error" and not result.info["infra_failure"], result.info
+    assert result.reward <= 0.0 and not result.success
+
+
+@pytest.mark.parametrize("plant", ["mkdir answer.txt", "ln -s /etc/hostname answer.txt",
+                                   "mkdir -p answer.txt/x && chmod 000 answer.txt"])
+def test_what_the_agent_leaves_at_answer_txt_cannot_make_grading_an_infra_failure(env: ToolEnv, plant: str) -> None:
+    """Exploit found in session 11: a directory or symlink at ``answer.txt`` made writing the answer fail, and the
+    episode became an infra failure (excluded from scoring). The check script now gets the submitted answer
+    whatever was there: a wrong answer scores 0, the right one 1."""
+    for answer, solved in (("41", False), ("42", True)):
+        env.reset(options={"task": _script_task(SCRIPT_OK)})
+        env.step(json.dumps({"name": "bash", "arguments": {"command": plant}}).join(["<tool_call>", "</tool_call>"]))
+        call = json.dumps({"name": "submit", "arguments": {"answer": answer}})
+        _, reward, _, _, info = env.step(f"<tool_call>{call}</tool_call>")
+        assert not info["infra_failure"] and info["failure_mode"] != "task_error", (plant, info.get("error"))
+        assert info["outcome"].success is solved, (plant, answer, info.get("error"))
+
+
 def test_broken_check_script_is_a_task_error_but_a_junk_answer_is_not(env: ToolEnv) -> None:
     result = run_episode(env, OracleAgent(), _script_task(SCRIPT_MISSING_LIB))
     assert result.info["failure_mode"] == "task_error" and "no_such_library_xyz" in result.info["error"]

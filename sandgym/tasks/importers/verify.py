@@ -10,7 +10,7 @@ from sandgym.errors import SandboxError
 from sandgym.sandbox.protocol import Sandbox
 from sandgym.tasks.matchers import match
 from sandgym.tasks.task import Task
-from sandgym.tasks.verifier_errors import SCRIPT_PRELUDE, verifier_failure
+from sandgym.tasks.verifier_errors import check_script, verifier_failure
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,7 @@ def _check_script(task: Task, sandbox: Sandbox, timeout: float | None) -> Refere
 
     ref, v = task.reference, task.verifier
     answer = ref.answer if ref is not None and ref.answer is not None else ""
-    sandbox.write_file("answer.txt", answer)
-    result = sandbox.run_python(SCRIPT_PRELUDE + (v.script or ""), timeout=timeout)
+    result = sandbox.run_python(check_script(v.script or "", answer), timeout=timeout)
     if not result.ok:
         why = verifier_failure(task, result.stderr[-3000:], script=True) or "the check script crashed"
         return ReferenceCheck(task.id, False, 0, 1, f"{why}; stderr: {result.stderr.strip()[-400:]}")
