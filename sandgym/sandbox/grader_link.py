@@ -287,6 +287,9 @@ class ProxyModule(types.ModuleType):
 
 
 class _Loader(importlib.abc.Loader):
+    def __init__(self, file=""):
+        self.file = file
+
     def create_module(self, spec):
         reply = _link().request({"op": "import", "name": spec.name})
         handle = _decode(reply.get("ok"))
@@ -295,7 +298,9 @@ class _Loader(importlib.abc.Loader):
         mod = ProxyModule(spec.name)
         names = reply.get("all")
         object.__setattr__(mod, "__all__", [n for n in names if type(n) is str] if type(names) is list else [])
-        object.__setattr__(mod, "__file__", str(reply.get("file") or ""))
+        # where the grader itself finds the module, never the solution's word: a solution that set its own
+        # __file__ to a clean copy passed tests that read its source (inspect.getsource(module))
+        object.__setattr__(mod, "__file__", self.file)
         if reply.get("pkg"):
             object.__setattr__(mod, "__path__", [])
         object.__setattr__(mod, "__sandgym_handle__", object.__getattribute__(handle, "_id"))
@@ -333,14 +338,27 @@ class SolutionFinder(importlib.abc.MetaPathFinder):
             if importlib.machinery.PathFinder.find_spec(fullname, [self.workspace]) is None:
                 return None
             self.tops.add(top)
-        spec = importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=None)
+        spec = importlib.machinery.ModuleSpec(fullname, _Loader(self.workspace_file(fullname)), is_package=None)
         spec.has_location = False
         return spec
 
+    def workspace_file(self, fullname):
+        """The workspace file that defines ``fullname`` as the grader's own import system finds it ("" if none)."""
+        path, spec = [self.workspace], None
+        parts = fullname.split(".")
+        for i in range(len(parts)):
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), path)
+            if spec is None:
+                return ""
+            path = list(spec.submodule_search_locations or [])
+        return str(spec.origin or "") if spec is not None else ""
+
 
 def _getsource(obj, _original=inspect.getsource):
-    """``inspect.getsource`` that also reads the source of the solution's functions and classes (tests of a
-    refactoring look at it); the text comes from the solution's process, which owns that source anyway."""
+    """``inspect.getsource`` that also reads the source of the solution's functions and classes; the text comes
+    from the solution's process, so it is the solution's word (it can patch what reports it). A test that checks a
+    constraint on the code reads the file itself: ``module.__file__`` is where the grader found it, and
+    ``inspect.getsource(module)`` reads that file (the built-in refactoring tests parse it with ``ast``)."""
     if type(obj) is Remote:
         src = obj._proto("source")
         if type(src) is not str:

@@ -138,16 +138,42 @@ class Refactor:
     goal: str
 
 
+SOURCE_TREE = """import ast
+
+import solution
+
+
+def source_tree():
+    # the workspace file as the grader found it (solution.__file__), parsed here: what the solution's own process
+    # reports about its source (inspect.getsource of its objects, its __file__) can be forged
+    with open(solution.__file__, encoding="utf-8") as f:
+        return ast.parse(f.read())
+
+
+def bound_names(stmt):
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def calls(node, name):
+    return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name for c in ast.walk(node))
+"""
+"""Shared by the refactoring tests that check a constraint on the code: they parse the workspace file."""
+
+
 def _global_acc(rng: random.Random) -> Refactor:
     fn, var = rng.choice([("add_all", "total"), ("sum_all", "running")])
     start = (f"{var} = 0\n\n\ndef {fn}(xs):\n    global {var}\n    for x in xs:\n        {var} += x\n"
              f"    return {var}\n")
     ref = f"def {fn}(xs):\n    return sum(xs)\n"
     cases = [ints(rng, lo=1) for _ in range(3)]
-    tests = [f"import inspect\n\nimport solution\nfrom solution import {fn}\n"]
+    tests = [f"{SOURCE_TREE}\nfrom solution import {fn}\n"]
     tests += [f"\ndef test_value_{i}():\n    assert {fn}({xs!r}) == {sum(xs)}\n" for i, xs in enumerate(cases)]
     tests.append(f"\ndef test_repeatable():\n    assert {fn}([1, 2]) == {fn}([1, 2]) == 3\n")
-    tests.append("\ndef test_no_global():\n    assert 'global' not in inspect.getsource(solution)\n")
+    tests.append("\ndef test_no_global():\n    assert not any(isinstance(n, ast.Global) for n in ast.walk(source_tree()))\n")
     goal = (f"`{fn}(xs)` should return the sum of xs, but it keeps a running total in the module-level variable "
             f"`{var}`, so a second call gives a wrong result. Refactor it into a pure function: no `global` "
             "statement and no module-level state.")
@@ -192,12 +218,13 @@ def _dup_helper(rng: random.Random) -> Refactor:
            f"def {b}(s):\n    return normalize(s).title()\n")
     samples = [f"  {word(rng).upper()}_{word(rng)} " for _ in range(2)]
     mod = run_reference(ref, a), run_reference(ref, b), run_reference(ref, "normalize")
-    tests = [f"import inspect\n\nfrom solution import {a}, {b}, normalize\n"]
+    tests = [f"{SOURCE_TREE}\nfrom solution import {a}, {b}, normalize\n"]
     for i, s in enumerate(samples):
         tests.append(f"\ndef test_behaviour_{i}():\n    assert {a}({s!r}) == {mod[0](s)!r}\n"
                      f"    assert {b}({s!r}) == {mod[1](s)!r}\n    assert normalize({s!r}) == {mod[2](s)!r}\n")
-    tests.append(f"\ndef test_uses_helper():\n    for fn in ({a}, {b}):\n"
-                 "        assert 'normalize(' in inspect.getsource(fn)\n")
+    tests.append(f"\ndef test_uses_helper():\n    tree = source_tree()\n    for name in ({a!r}, {b!r}):\n"
+                 "        binds = [n for n in tree.body if name in bound_names(n)]\n"
+                 "        assert binds and all(isinstance(n, ast.FunctionDef) and calls(n, 'normalize') for n in binds)\n")
     goal = (f"`{a}` and `{b}` repeat the same normalisation code. Extract it into a function `normalize(s)` "
             f"(strip, lower-case, '_' -> ' ') and make both call it; their results must not change.")
     return Refactor(f"dup-{a}", start, ref, "".join(tests), len(samples) + 1, goal)
