@@ -269,6 +269,7 @@ def bwrap_argv(rt: Runtime, *, work: str, grader: str | None, tmp_mb: int, env: 
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
         "--ro-bind", str(rt.root / "etc"), "/etc",
         "--proc", "/proc", "--dev", "/dev",
+        "--mqueue", "/dev/mqueue",  # the IPC namespace's POSIX queues, visible so that a reset can wipe them
         "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
         "--ro-bind", str(rt.root), IN_RT,
         "--bind", work, IN_WORK,

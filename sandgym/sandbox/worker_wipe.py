@@ -11,12 +11,16 @@ unprivileged process, so the host then kills the sandbox and starts a fresh one.
 
 import os
 
-ROOTS = ("/", "/dev", "/dev/shm", "/tmp")
+ROOTS = ("/", "/dev", "/dev/shm", "/dev/mqueue", "/tmp")
 """Each walked within its own file system (mount points below are not entered: they are read-only binds, proc,
-devpts, the workspace)."""
+devpts, the workspace). ``/dev/mqueue`` is the IPC namespace's POSIX message queues (bwrap ``--mqueue``): an
+unlinked entry is a removed queue."""
 
-EMPTY = ("/tmp", "/dev/shm")
+EMPTY = ("/tmp", "/dev/shm", "/dev/mqueue")
 """Wiped to empty whatever the snapshot holds."""
+
+SYSV_IPC = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+"""The IPC namespace's System V objects: any left means a fresh sandbox (the namespace goes with the worker)."""
 
 _DIR = 0o040000
 _TYPE = 0o170000
@@ -134,4 +138,19 @@ def wipe(baseline):
     for path in baseline:  # something of the baseline removed (it cannot be made again here)
         if not os.path.lexists(path):
             left.append(path)
-    return left
+    return left + sysv_objects()
+
+
+def sysv_objects():
+    """One line per System V IPC table that holds objects (shared memory, message queues, semaphores): they
+    outlive every process of the namespace, so one episode could leave data there for the next."""
+    out = []
+    for path in SYSV_IPC:
+        try:
+            with open(path) as f:
+                rows = [line for line in f.read().splitlines()[1:] if line.strip()]
+        except OSError:
+            continue
+        if rows:
+            out.append(f"{path}: {len(rows)} object(s)")
+    return out

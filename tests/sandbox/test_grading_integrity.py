@@ -258,3 +258,40 @@ def test_the_solutions_namespace_is_put_back_between_episodes_too() -> None:
         box.write_file("solution.py", look)
         report = box.run_tests(TESTS, expected=3)
         assert report.passed == 3, [o.message[-200:] for o in report.outcomes]
+
+
+IPC = '''
+import ctypes, ctypes.util, os
+libc = ctypes.CDLL(None, use_errno=True)
+rt = ctypes.CDLL(ctypes.util.find_library("rt") or "librt.so.1", use_errno=True)
+def plant(kind):
+    if kind == "shm":
+        assert libc.shmget(0x5A17, 4096, 0o1600) >= 0
+    else:
+        assert rt.mq_open(b"/sandgym_probe", os.O_CREAT | os.O_RDWR, 0o600, None) >= 0
+def found():
+    return [k for k, ok in (("shm", libc.shmget(0x5A17, 0, 0) >= 0),
+                            ("mq", rt.mq_open(b"/sandgym_probe", os.O_RDWR, 0o600, None) >= 0)) if ok]
+'''
+
+
+@pytest.mark.parametrize("which", ["shm", "mq"])
+def test_ipc_objects_do_not_outlive_the_episode(which: str) -> None:
+    """Found in session 11: System V shared memory and POSIX message queues live in the sandbox's IPC namespace,
+    not in any file system, so an in-place reset kept them and one episode could leave data for the next (in the
+    agent's namespace and in the solution's). Now a queue is wiped with the rest and a System V object makes the
+    reset start fresh: the next episode finds neither."""
+    with LocalSandbox() as box:
+        box.write_file("ipc.py", IPC + f"plant({which!r})\nprint(found())\n")
+        assert box.exec("python3 ipc.py").stdout == f"[{which!r}]\n"
+        box.reset()
+        box.write_file("ipc.py", IPC + "print(found())\n")
+        assert box.exec("python3 ipc.py").stdout == "[]\n"
+        # the solution's own namespace, planted while it is graded
+        box.write_file("solution.py", IPC + f"plant({which!r})\ndef add(a, b):\n    return a + b\n")
+        assert box.run_tests(TESTS, expected=3).passed == 3
+        box.reset()
+        box.write_file("solution.py", IPC + "LEFT = found()\ndef add(a, b):\n    if LEFT:\n"
+                       "        raise RuntimeError(f'left from the last episode: {LEFT}')\n    return a + b\n")
+        report = box.run_tests(TESTS, expected=3)
+        assert report.passed == 3, [o.message[-200:] for o in report.outcomes]
