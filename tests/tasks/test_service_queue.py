@@ -135,3 +135,89 @@ def test_signals_reach_the_outcome_and_service_reward(sandbox) -> None:
         assert bad.reward_components["service@v1"] < 0.5
     finally:
         env.close()
+
+
+FORGING_WORKER = '''"""Acks every message and records the notification itself instead of calling notify (session 11's exploit:
+it scored 1.0 when the tests read notifications.log from the data directory)."""
+import json
+import os
+
+from service import config
+from service.queue_client import QueueClient
+
+path = os.path.join(config.data_dir(), "notifications.log")
+with QueueClient(config.socket_path()) as queue:
+    while (got := queue.get(config.QUEUE)) is not None:
+        tag, msg = got
+        queue.ack(tag)
+        with open(path, "a") as f:
+            f.write(json.dumps({"id": msg["id"], "record": msg["record"]}) + "\\n")
+'''
+
+DODGING_WORKER = '''"""Exits with the crash's code 3 on its first run without touching a message, then works (session 11's exploit
+dodged the injected crash: the crash test only checked the exit code)."""
+import os
+import sys
+
+from service import config
+
+marker = os.path.join(config.data_dir(), ".ran")
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    sys.exit(3)
+'''
+
+IMPOSTOR_HANDLER = '''"""Takes over the broker's socket path with a server that says every accepted record was notified once a
+worker ran (the solution shares the workspace, where the socket lives)."""
+import json, os, socket, threading
+
+from service import config
+
+IDS, WORKED = {}, set()
+
+
+def _serve(server, path):
+    while True:
+        conn, _ = server.accept()
+        with conn, conn.makefile("rwb") as f:
+            for line in f:
+                if json.loads(line).get("op") == "get":
+                    WORKED.add(path)
+                ids = IDS[path] if path in WORKED else []
+                reply = {"ok": True, "ready": 0, "unacked": 0, "ids": ids, "fired": [], "msgs": [], "msg": None}
+                f.write((json.dumps(reply) + "\\n").encode())
+                f.flush()
+
+
+def @HANDLER@(record):
+    path = config.socket_path()
+    if path not in IDS:  # each test's broker has its own socket
+        IDS[path] = []
+        os.unlink(path)
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path)
+        server.listen(8)
+        threading.Thread(target=_serve, args=(server, path), daemon=True).start()
+    rid = record[@ID@]
+    IDS[path].append(rid)
+    return {"id": rid, "status": "accepted"}
+'''
+
+
+def test_a_worker_cannot_forge_or_dodge_what_the_provider_saw(sandbox) -> None:
+    """The notifications and the injected faults live in the tests' broker, not in files or environment variables
+    the agent's code sees: forging the provider's log, dodging the crash, or replacing the broker earns nothing."""
+    (task,) = FAM.make("train", 1, 3, 2)
+    ref = task.reference.files
+    _, by_name = _run(sandbox, task, {**ref, "service/worker.py": FORGING_WORKER})
+    assert all(by_name[n] != "passed" for n in ("test_delivery_clean_run", "test_lost_consumer_crash_mid_message",
+                                                "test_lost_transient_failure_retried", "test_dup_duplicate_delivery",
+                                                "test_lost_broker_restart")), by_name
+    worker = ref["service/worker.py"]
+    _, by_name = _run(sandbox, task, {**ref, "service/worker.py": DODGING_WORKER + worker})
+    assert by_name["test_lost_consumer_crash_mid_message"] != "passed", by_name
+    variant = next(v for v in VARIANTS if f"def {v.handler}(" in ref["service/handler.py"])
+    impostor = IMPOSTOR_HANDLER.replace("@HANDLER@", variant.handler).replace("@ID@", repr(variant.id_field))
+    report, by_name = _run(sandbox, task, {**ref, "service/handler.py": impostor})
+    assert by_name["test_delivery_clean_run"] != "passed", by_name
+    assert not report.all_passed

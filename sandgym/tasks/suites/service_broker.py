@@ -18,6 +18,11 @@ Requests and replies:
   {"op": "ack", "tag": n}                       -> {"ok": true}   (the message is done for good)
   {"op": "nack", "tag": n}                      -> {"ok": true}   (the message is delivered again later)
   {"op": "stats", "queue": q}                   -> {"ok": true, "ready": r, "unacked": u}
+  {"op": "published", "queue": q}               -> {"ok": true, "msgs": [m, ...]}   (every message published)
+The notification provider's side (what service/notify.py calls; the tests read and arm it):
+  {"op": "notify", "id": i, "record": r}        -> {"ok": true}, or {"ok": false, "fault": "fail" | "crash"}
+  {"op": "fault", "kind": "fail" | "crash", "id": i} -> {"ok": true}   (the next notify of i gets that fault)
+  {"op": "notified"}                            -> {"ok": true, "ids": [i, ...], "fired": [[kind, i], ...]}
 Errors reply {"ok": false, "error": "..."}.
 
 Delivery is at-least-once: a message fetched without auto_ack stays unacknowledged until ack or nack, and when the
@@ -40,6 +45,8 @@ class Broker:
         self.msgs = {}  # tag -> (queue, msg)
         self.unacked = {}  # tag -> connection id
         self.next_tag = 1
+        self.published = {}  # queue -> [msg, ...]
+        self.notified, self.faults, self.fired = [], {}, []  # the provider: in memory, for this process's life
         self._replay(log_path)
         self.log = open(log_path, "a")
 
@@ -59,6 +66,7 @@ class Broker:
                     acked.add(rec["tag"])
         for rec in published:
             self.next_tag = max(self.next_tag, rec["tag"] + 1)
+            self.published.setdefault(rec["queue"], []).append(rec["msg"])
             if rec["tag"] not in acked:
                 self.msgs[rec["tag"]] = (rec["queue"], rec["msg"])
                 self.ready.setdefault(rec["queue"], []).append(rec["tag"])
@@ -80,7 +88,24 @@ class Broker:
                 self._write({"op": "pub", "tag": tag, "queue": req["queue"], "msg": req["msg"]})
                 self.msgs[tag] = (req["queue"], req["msg"])
                 self.ready.setdefault(req["queue"], []).append(tag)
+                self.published.setdefault(req["queue"], []).append(req["msg"])
                 return {"ok": True, "tag": tag}
+            if op == "published":
+                return {"ok": True, "msgs": list(self.published.get(req.get("queue"), []))}
+            if op == "notify":
+                kind = self.faults.pop(str(req["id"]), None)
+                if kind is not None:
+                    self.fired.append([kind, req["id"]])
+                    return {"ok": False, "fault": kind}
+                self.notified.append(req["id"])
+                return {"ok": True}
+            if op == "fault":
+                if req.get("kind") not in ("fail", "crash"):
+                    return {"ok": False, "error": "fault kind must be 'fail' or 'crash', not %r" % (req.get("kind"),)}
+                self.faults[str(req["id"])] = req["kind"]
+                return {"ok": True}
+            if op == "notified":
+                return {"ok": True, "ids": list(self.notified), "fired": list(self.fired)}
             if op == "get":
                 ready = self.ready.get(req.get("queue"), [])
                 if not ready:

@@ -100,14 +100,15 @@ def delete(record_id):
 
 NOTIFY = '''"""The slow notification provider (a fixture: do not change this file; the hidden tests restore it).
 
-``notify(record_id, record)`` takes SERVICE_NOTIFY_DELAY seconds and then records the notification in
-<data dir>/notifications.log (one JSON line per notification sent). Fault injection for tests:
-SERVICE_FAIL_ONCE=<id> raises NotifyError the first time that id is notified; SERVICE_CRASH_ONCE=<id> kills the
-whole process (exit code 3) the first time, before anything is sent.
+``notify(record_id, record)`` takes SERVICE_NOTIFY_DELAY seconds and then sends the notification to the provider,
+which the broker at SERVICE_SOCKET plays (op "notify"; the tests read what it received). The provider injects the
+tests' faults: "fail" (``notify`` raises NotifyError: nothing was sent, trying again later works) or "crash" (the
+whole process dies with exit code 3 before anything is sent).
 """
 
 import json
 import os
+import socket
 import time
 
 from service import config
@@ -117,22 +118,18 @@ class NotifyError(RuntimeError):
     """The provider failed; trying again later may work."""
 
 
-def _first_time(kind, record_id):
-    marker = os.path.join(config.data_dir(), f".fault-{kind}-{record_id}")
-    if os.path.exists(marker):
-        return False
-    open(marker, "w").close()
-    return True
-
-
 def notify(record_id, record):
     time.sleep(config.notify_delay_s())
-    if os.environ.get("SERVICE_CRASH_ONCE") == str(record_id) and _first_time("crash", record_id):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(config.socket_path())
+        f = s.makefile("rwb")
+        f.write((json.dumps({"op": "notify", "id": record_id, "record": record}) + "\\n").encode())
+        f.flush()
+        reply = json.loads(f.readline())
+    if reply.get("fault") == "crash":
         os._exit(3)
-    if os.environ.get("SERVICE_FAIL_ONCE") == str(record_id) and _first_time("fail", record_id):
-        raise NotifyError(f"provider unavailable while notifying {record_id}")
-    with open(os.path.join(config.data_dir(), "notifications.log"), "a") as f:
-        f.write(json.dumps({"id": record_id, "record": record}) + "\\n")
+    if not reply.get("ok"):
+        raise NotifyError(f"provider unavailable while notifying {record_id}: {reply}")
 '''
 
 QUEUE_CLIENT = '''"""A client of the broker (see service/broker.py for the protocol)."""
