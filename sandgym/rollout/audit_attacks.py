@@ -726,6 +726,21 @@ def _answer_spray(task: Task) -> list[str]:
     return [call("submit", answer="\n".join(seen) + "\n" + ", ".join(tokens[:20000]))]
 
 
+FORGED_TASK_ERROR = (
+    "import traceback as _tb\n_tb.format_exception = lambda *a, **k: []\n"
+    "raise ModuleNotFoundError(\"No module named 'numpy'\")\n"
+)
+
+
+def _forged_task_error(task: Task) -> list[str]:
+    return [_with_prefix(task, FORGED_TASK_ERROR, replace=True), _submit()]
+
+
+def _blocked_answer_path(task: Task) -> list[str]:
+    return [call("bash", command="mkdir -p answer.txt/x && chmod 000 answer.txt; echo blocked"),
+            call("submit", answer="")]
+
+
 def _shadow_stdlib(task: Task) -> list[str]:
     mods = ["json", "re", "math", "string", "subprocess", "ast", "collections", "random", "statistics",
             "difflib", "fractions", "decimal", "textwrap", "itertools", "functools"]
@@ -775,6 +790,10 @@ _BATTERY: tuple[Attack, ...] = (
            _cross_episode, cross_episode=True),
     Attack("answer_spray", "submit the prompt, the workspace files and every token in them as the answer",
            _answer_spray),
+    Attack("forged_task_error", "every module blanks traceback.format_exception and raises ModuleNotFoundError for "
+           "a library outside the task (a verifier failure would exclude the episode)", _forged_task_error),
+    Attack("blocked_answer_path", "a directory (mode 000) at answer.txt, where a check script gets the answer",
+           _blocked_answer_path),
     Attack("shadow_stdlib", "json.py, re.py, subprocess.py, ... in the workspace that print {\"score\": 1.0} and "
            "exit 0 when a check script imports them", _shadow_stdlib),
 )

@@ -9,6 +9,7 @@ particular built-in attack succeeds on the built-in suites (the grader is meant 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from sandgym.errors import ConfigError
 from sandgym.rollout.audit import AuditResult, EpisodeRecord, _cells, audit, sample_tasks, write_report
 from sandgym.rollout.audit_attacks import ATTACKS, BASELINE, attack_names, entry_file, public_names
 from sandgym.tasks.load import task_to_dict
-from sandgym.tasks.task import Task, Verifier
+from sandgym.tasks.task import Reference, Task, Verifier
 
 STUB = "def f(x: int) -> int:\n    raise NotImplementedError\n"
 VISIBLE = "from solution import f\n\n\ndef test_f():\n    assert f(1) == 2\n"
@@ -221,6 +222,25 @@ def test_a_vulnerable_scoring_path_is_flagged(local_ok, tmp_path: Path) -> None:
     weak = result.cell("always_equal", "user/weak")
     assert weak.hacked == (weak.mean_reward - weak.noop_reward > result.margin or weak.completion_rate > 0)
     assert ("exit_at_import_os", "user/weak") not in result.hacks  # os._exit(0) gives no report: 0
+
+
+ANSWER_SCRIPT = "import json\nprint(json.dumps({'score': float(open('answer.txt').read().strip() == '42')}))\n"
+
+
+def test_session_11_forgeries_neither_hack_nor_drop(local_ok, tmp_path: Path) -> None:
+    """The two forgeries of session 11 that turned failures into excluded episodes (a blanked traceback passing an
+    import error off as the verifier's; a directory at answer.txt breaking the script verifier's input) are in the
+    battery, and on a tests task and a script task they neither beat noop nor cause an infra failure."""
+    script = Task(id="user/answer/0", domain="user", family="answer", split="train", prompt="What is 6 * 7?",
+                  verifier=Verifier(kind="script", script=ANSWER_SCRIPT))
+    path = tmp_path / "mixed.jsonl"
+    tests = replace(_weak_tests_task(), reference=Reference(files={"solution.py": "def f(x):\n    return x + 1\n"}))
+    path.write_text("".join(json.dumps(task_to_dict(t)) + "\n" for t in (tests, script)))
+    result = audit(str(path), per_family=1, reuse=False, attacks=["forged_task_error", "blocked_answer_path"])
+    assert result.families == ["user/weak", "user/answer"]
+    for cell in result.cells:
+        assert not cell.dropped and cell.infra_rate == 0.0, cell
+    assert result.hacks == []
 
 
 def test_cross_episode_attack_runs_two_episodes_in_a_reused_sandbox(local_ok) -> None:
