@@ -344,14 +344,14 @@ class SolutionFinder(importlib.abc.MetaPathFinder):
 
     def workspace_file(self, fullname):
         """The workspace file that defines ``fullname`` as the grader's own import system finds it ("" if none)."""
-        path, spec = [self.workspace], None
+        path, origin = [self.workspace], ""
         parts = fullname.split(".")
         for i in range(len(parts)):
             spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), path)
             if spec is None:
                 return ""
-            path = list(spec.submodule_search_locations or [])
-        return str(spec.origin or "") if spec is not None else ""
+            path, origin = list(spec.submodule_search_locations or []), str(spec.origin or "")
+        return origin
 
 
 def _getsource(obj, _original=inspect.getsource):
