@@ -104,6 +104,10 @@ class ToolEnv(gym.Env[str, str]):
         test_hints: in ``code_action="test"``, end each test run's result with the next step it calls for
             (:data:`TEST_HINTS`: SUBMIT when every visible test passed, a corrected block otherwise). The hint
             says what the result means, never what the code should be; ``False`` leaves the bare summary.
+        require_submit: grade only a submitted episode; one that a budget ends without ``submit`` fails
+            (``budget``) whatever its workspace holds. Off by default (the final state is graded). RL on the JSON
+            track without it learned to write the solution and let the turns run out instead of testing and
+            submitting (docs/BENCHMARKS.md, session 11).
     """
 
     TURN_TERM = "intermediate@v1"
@@ -136,6 +140,7 @@ class ToolEnv(gym.Env[str, str]):
         system_prompt: str | None = None,
         turn_rewards: bool = False,
         test_hints: bool = True,
+        require_submit: bool = False,
     ) -> None:
         if code_action not in ("python", "submit", "test", None):
             raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', 'test', None")
@@ -167,6 +172,7 @@ class ToolEnv(gym.Env[str, str]):
         self.custom_system_prompt = system_prompt
         self.turn_rewards = bool(turn_rewards)
         self.test_hints = bool(test_hints)
+        self.require_submit = bool(require_submit)
         self._decided: dict[int, bool] = {}
         self.observation_space = AnyText()
         self.action_space = AnyText()
@@ -450,7 +456,7 @@ class ToolEnv(gym.Env[str, str]):
         self._done = True
         task, stats = ctx.task, ctx.stats
         g = Grade(kind=task.verifier.kind)
-        if infra is None:
+        if infra is None and (ctx.submitted is not None or not self.require_submit):
             try:
                 g = grade(ctx, self._actions(ctx))
             except SandboxError as exc:

@@ -91,10 +91,22 @@ def test_an_env_without_the_settings_still_works_when_they_are_left_at_defaults(
                                    r"'sandgym/Coding-v0'"),
     ({"env": "no_such_module_xyz:x/Y-v0"}, r"cannot import the module"),
     ({"env": "sandgym/Coding-v0", "env_kwargs": {"max_turn": 4}}, r"'max_turn' is not a parameter.*'max_turns'"),
+    ({"env_kwargs": {"require_submits": True}},  # the generic tool env checks its keys too
+     r"env_kwargs key 'require_submits': the tool environment does not take it; did you mean 'require_submit'"),
 ])
 def test_settings_the_env_cannot_take_are_config_errors(overrides: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         train_config(**overrides)
+
+
+def test_the_tool_env_takes_its_own_keywords_from_env_kwargs() -> None:
+    from sandgym.train.components import env_factory
+
+    env = env_factory(train_config(env_kwargs={"require_submit": True}))()
+    try:
+        assert env.require_submit is True
+    finally:
+        env.close()
 
 
 def test_eval_config_checks_its_env_too() -> None:

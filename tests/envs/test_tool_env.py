@@ -58,6 +58,23 @@ def test_max_turns_truncates_and_still_grades(fake_factory) -> None:
     assert not info["outcome"].actions.submitted
 
 
+def test_require_submit_fails_an_unsubmitted_episode_whatever_its_workspace(fake_factory) -> None:
+    """The option for the JSON track's learned shortcut (write, then let the turns run out): with
+    ``require_submit`` only a submitted episode is graded."""
+    good = "def add(a: int, b: int) -> int:\n    return a + b\n"
+    env = ToolEnv(sandbox_factory=fake_factory, max_turns=2, require_submit=True)
+    env.reset(options={"task": "demo/add"})
+    env.step(call("write_file", path="solution.py", content=good))
+    _, reward, term, trunc, info = env.step(call("list_files"))
+    assert trunc and not term and reward <= 0.0
+    assert not info["outcome"].success and info["failure_mode"] == "budget"
+    env.reset(options={"task": "demo/add"})
+    env.step(call("write_file", path="solution.py", content=good))
+    _, reward, term, _, info = env.step(call("submit"))
+    assert term and info["outcome"].success and reward == pytest.approx(1.0)
+    env.close()
+
+
 def test_observation_budget_truncates(fake_factory) -> None:
     env = ToolEnv(sandbox_factory=fake_factory, max_total_observation_chars=500)
     env.reset(options={"task": "demo/vault"})
