@@ -41,6 +41,17 @@ def test_attribution_table_and_verdict(tmp_path):
     assert "not established" in text
 
 
+def test_rl_verdict_needs_interval_and_paired_test():
+    from sandgym.experiments.demo import rl_verdict
+
+    assert "measurable gain" in rl_verdict({"diff": {"low": 0.04}, "p_value": 0.01})
+    # session 11's demo-size run: interval [+0.042, +0.333] but p=0.12 over 24 tasks: not a measured gain
+    suggestive = rl_verdict({"diff": {"low": 0.042}, "p_value": 0.122})
+    assert "suggestive" in suggestive and "p=0.122" in suggestive and "measurable" not in suggestive
+    assert "not established" in rl_verdict({"diff": {"low": 0.0}, "p_value": 0.5})
+    assert "not established" in rl_verdict(None)
+
+
 def test_rerun_with_another_config_is_refused(tmp_path):
 
     from sandgym.errors import ConfigError
@@ -131,3 +142,32 @@ def test_long_context_track_evaluates_each_length_and_reports_rl_per_length(tmp_
     assert metrics["sft_rl"]["by_length_pooled"]["4K+"]["completion"]["value"] == pytest.approx(0.6)
     assert "Per document length, RL over SFT: 1K +0.000" in text and "8K +0.600" in text and "4K+ +0.400" in text
     assert "## By document length" in (tmp_path / "REPORT.md").read_text()
+
+
+def test_make_demo_runs_the_long_context_track_at_its_quick_size():
+    from sandgym.experiments.demo import DEFAULT_TRACK, EVAL_SIZE, TRACKS, track_size
+
+    assert DEFAULT_TRACK == "long_context"  # `make demo` is a multi-turn tool-calling track
+    overrides, size = track_size("long_context", full=False)
+    config = load_config(str(TRACKS["long_context"]), list(overrides))
+    assert config.optim.steps == 4 and size == (10, 1)
+    assert config.rollout.max_turns > 1 and config.rollout.code_action == "none"
+    assert track_size("long_context", full=True) == ((), EVAL_SIZE["long_context"])
+    assert track_size("single_turn", full=False) == ((), EVAL_SIZE["single_turn"])  # no quick size: as configured
+
+
+def test_long_context_behaviour_table_leaves_out_test_run_columns(tmp_path):
+    from sandgym.experiments.demo import TRACKS, behaviour_table, runs_tests
+
+    lc = load_config(str(TRACKS["long_context"]))
+    assert not runs_tests(lc.rollout)  # grep, read_file, submit
+    assert runs_tests(load_config(str(TRACKS["test_and_fix"])).rollout)
+    assert runs_tests(load_config(str(TRACKS["json_tools"])).rollout)  # every tool, run_tests among them
+    cfg = eval_config(lc, tmp_path, n_tasks=10, samples=2, seeds=1)
+    rows = {"base": _lc_rows({1024: 0.0}), "sft": _lc_rows({1024: 0.3}), "sft_rl": _lc_rows({1024: 0.6})}
+    for name in rows:
+        (tmp_path / name).mkdir()
+    text, metrics = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
+    table = behaviour_table(cfg, metrics)
+    assert table is not None and "recovery" not in table.markdown() and "verify before submit" not in text
+    assert "| policy | submitted | valid call rate | turns |" in table.markdown()

@@ -16,7 +16,7 @@ def add_commands(sub: Any) -> None:
     train_cli.add_commands(sub, on_eval=training_hooks)
     sweep_cli.add_commands(sub)
     demo = sub.add_parser("demo", add_help=False, prefix_chars="+", help="the demo: SFT, RL and base/SFT/SFT+RL evaluation of one "
-                          "track (--track test_and_fix|json_tools|single_turn; `sandgym demo --help`)")
+                          "track (--track long_context|single_turn|test_and_fix|json_tools|all; `sandgym demo --help`)")
     demo.add_argument("demo_args", nargs=argparse.REMAINDER)
     demo.set_defaults(func=_demo)
 

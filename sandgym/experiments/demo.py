@@ -1,12 +1,14 @@
 """``make demo``: the whole loop on a fresh machine, with attribution, for one track.
 
-Tracks (``--track``): ``single_turn`` (``examples/quickstart.toml``: one code block, submitted at once; the
-default and what ``make demo`` runs, ~11 minutes), ``test_and_fix`` (``examples/test_and_fix.toml``: multi-turn
-coding where each code block is run against the visible tests and the agent fixes, then submits; ~45 minutes, and
-on the embedded model RL has not yet learned recovery there: docs/BENCHMARKS.md), ``json_tools``
-(``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool schema in the prompt),
-``long_context`` (``examples/long_context_lengths.toml``: questions on documents of 1K-8K tokens in workspace files,
-found with grep and read_file; completion per length), and ``all`` (each of them in ``OUT/<track>``).
+Tracks (``--track``): ``long_context`` (``examples/long_context_lengths.toml``: multi-turn ``<tool_call>`` JSON,
+grep and read_file over documents of 1K-8K tokens in workspace files, then submit; completion per length; the
+default and what ``make demo`` runs, at its quick size (:data:`QUICK`), ~29 minutes), ``single_turn``
+(``examples/quickstart.toml``: one code block, submitted at once; ~11 minutes), ``test_and_fix``
+(``examples/test_and_fix.toml``: multi-turn coding where each code block is run against the visible tests and the
+agent fixes, then submits; ~45 minutes, and on the embedded model RL has not yet learned recovery there:
+docs/BENCHMARKS.md), ``json_tools`` (``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool
+schema in the prompt; ~3 hours), and ``all`` (each of them in ``OUT/<track>``). ``--full`` runs a track's config
+and evaluation at full size instead of its quick size.
 
 1. convert the embedded model once (cached);
 2. SFT warm start on oracle demonstrations -> the SFT-only adapter;
@@ -50,15 +52,23 @@ TRACKS: dict[str, Path] = {
     "long_context": EXAMPLES / "long_context_lengths.toml",
     "single_turn": QUICKSTART,
 }
-"""The demo's tracks (``make demo`` runs ``single_turn``, the one that shows RL's gain within 30 minutes)."""
+"""The demo's tracks (``make demo`` runs ``long_context`` at its quick size: :data:`QUICK`)."""
+DEFAULT_TRACK = "long_context"
+"""What ``make demo`` runs: multi-turn JSON tool calls over 1K-8K-token documents, within 30 minutes (QUICK)."""
 EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "json_tools": (12, 2), "long_context": (15, 2),
                                          "single_turn": (16, 4)}
 """(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
+QUICK: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {"long_context": (("optim.steps=4",), (10, 1))}
+"""A track's quick size (config overrides, evaluation size): what the demo runs unless ``--full``. long_context in
+28-31 minutes on the idle 2-core CPU: SFT 10 min, 4 GRPO steps, 40 held-out episodes per policy
+(docs/BENCHMARKS.md). Explicit ``--set``/``--n-tasks``/``--samples`` win over it."""
 UNSEEN_CODING = "coding/parsing:heldout"
 """The unseen family added to a coding track's evaluation (a domain suite's heldout split has its own)."""
 BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing", "submitted",
               "valid_call_rate", "turns")
 """Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
+TEST_BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing")
+"""The behaviours about visible-test runs: left out of a track whose agent cannot run tests (long_context)."""
 
 
 def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int) -> EvalConfig:
@@ -132,20 +142,29 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
     table = Table(("policy", "held-out, trained families", "unseen families", "gain vs base (trained)", "pass@1",
                    f"pass^{cfg.samples}"), tuple(rows))
     rl = metrics["rl_vs_sft"].get("gain_trained")
-    verdict = (
-        f"RL over SFT on held-out trained families: {gain(rl)}. "
-        + ("The interval excludes zero: RL added a measurable gain." if rl and rl["diff"]["low"] > 0
-           else "The interval includes zero: on this budget RL's own gain over SFT is not established.")
-    )
+    verdict = f"RL over SFT on held-out trained families: {gain(rl)}. " + rl_verdict(rl)
     lengths = with_pooled(metrics["rl_vs_sft"], "gain_by_length")
     if lengths:
         verdict += " Per document length, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
     shifted = [f"{name.replace('_', ' ')} {gain(g)}" for name, g in
                (metrics["rl_vs_sft"].get("behaviour_gain") or {}).items()
-               if name in ("recovery", "verify_before_submit") and metrics["sft"].get("behaviour", {}).get(name)]
+               if name in ("recovery", "verify_before_submit") and runs_tests(cfg.rollout)
+               and metrics["sft"].get("behaviour", {}).get(name)]
     if shifted:
         verdict += " Behaviour, RL over SFT: " + "; ".join(shifted) + "."
     return table, verdict
+
+
+def rl_verdict(gain: dict[str, Any] | None) -> str:
+    """Whether RL's paired gain over SFT is established: the bootstrap interval above zero *and* the paired test
+    under 0.05 (with few tasks the interval can clear zero while the test does not; that is called suggestive)."""
+    if not gain or gain["diff"]["low"] <= 0:
+        return "The interval includes zero: on this budget RL's own gain over SFT is not established."
+    p = gain.get("p_value")
+    if p is not None and p >= 0.05:
+        return (f"The interval excludes zero but the paired test does not ({format_p(p)}): suggestive, not "
+                "established on this many tasks.")
+    return "The interval excludes zero and the paired test agrees: RL added a measurable gain."
 
 
 def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
@@ -156,12 +175,19 @@ def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
     def traps(name: str) -> str:
         return format_interval((metrics[name].get("traps") or {}).get("trap_failure_rate"))
 
-    rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in BEHAVIOURS), traps(name))
+    shown = BEHAVIOURS if runs_tests(cfg.rollout) else tuple(b for b in BEHAVIOURS if b not in TEST_BEHAVIOURS)
+    rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in shown), traps(name))
             for name, label in POLICIES]
     gains = metrics["rl_vs_sft"].get("behaviour_gain") or {}
     rows.append(("RL over SFT (paired)", *(format_interval(gains[b]["diff"], signed=True) if b in gains else "n/a"
-                                           for b in BEHAVIOURS), ""))
-    return Table(("policy", *(b.replace("_", " ") for b in BEHAVIOURS), "trap failures"), tuple(rows))
+                                           for b in shown), ""))
+    return Table(("policy", *(b.replace("_", " ") for b in shown), "trap failures"), tuple(rows))
+
+
+def runs_tests(rollout: Any) -> bool:
+    """Whether the agent can run the visible tests: a code action that runs them, or the run_tests tool (an empty
+    tool list offers every built-in tool)."""
+    return rollout.code_action == "test" or not rollout.tools or "run_tests" in rollout.tools
 
 
 def length_table(metrics: dict[str, Any]) -> Table | None:
@@ -199,9 +225,12 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
             "as 4K+ pools that length and every longer one (the tasks a goal at >= 4K tokens is tested on).")))
            ,) if lengths is not None else ()),
         *((Section("Behaviour", (behaviours, Text(
-            "first attempt pass: the first visible-test run passed; recovery: of the episodes whose first run "
-            "failed, the share that ended solved; verify before submit: submitted code the visible tests had run "
-            "on; submitted: replied SUBMIT before the turns ran out; intervals over tasks, gains paired.")))
+            ("first attempt pass: the first visible-test run passed; recovery: of the episodes whose first run "
+             "failed, the share that ended solved; verify before submit: submitted code the visible tests had run "
+             "on; " if runs_tests(cfg.rollout) else "")
+            + "submitted: submitted before the turns ran out; valid call rate: turns whose reply was a parseable "
+            "action (a schema-valid tool call, or an accepted code block); turns: per episode; intervals over "
+            "tasks, gains paired.")))
            ,) if behaviours is not None else ()),
         Section("Stage timings", (Text(", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) or "none recorded"),)),
         Section("Per-policy reports", (Bullets(tuple(
@@ -218,10 +247,18 @@ def check_same_config(out: Path, config: TrainConfig) -> None:
     stamp.write_text(text, encoding="utf-8")
 
 
+def track_size(track: str, *, full: bool) -> tuple[tuple[str, ...], tuple[int, int]]:
+    """The config overrides and (tasks per suite, samples) a track runs at: its :data:`QUICK` size unless ``full``."""
+    size = EVAL_SIZE.get(track, (16, 4))
+    return ((), size) if full else QUICK.get(track, ((), size))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sandgym.demo", description=__doc__)
-    ap.add_argument("--track", choices=[*sorted(TRACKS), "all"], default="single_turn",
-                    help="which track's config to run (default: single_turn)")
+    ap.add_argument("--track", choices=[*sorted(TRACKS), "all"], default=DEFAULT_TRACK,
+                    help=f"which track's config to run (default: {DEFAULT_TRACK})")
+    ap.add_argument("--full", action="store_true",
+                    help="run the track's config and evaluation at full size, not its quick (demo) size")
     ap.add_argument("--config", default=None, help="a training config instead of the track's")
     ap.add_argument("--out", default="runs/demo")
     ap.add_argument("--n-tasks", type=int, default=None, help="held-out tasks per suite (default: the track's)")
@@ -234,13 +271,16 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--track all runs each track's own config; drop --config (or pick one --track)")
         common = [*(["--n-tasks", str(args.n_tasks)] if args.n_tasks else []),
                   *(["--samples", str(args.samples)] if args.samples else []),
-                  "--seeds", str(args.seeds), *(x for o in args.overrides for x in ("--set", o))]
+                  "--seeds", str(args.seeds), *(x for o in args.overrides for x in ("--set", o)),
+                  *(["--full"] if args.full else [])]
         return max(main([*common, "--track", t, "--out", str(Path(args.out) / t)]) for t in TRACKS)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
 
-    config = load_config(args.config or str(TRACKS[args.track]), [*args.overrides, f'out_dir="{out / "train"}"'])
+    quick, (n_tasks, samples) = track_size(args.track, full=args.full or bool(args.config))
+    config = load_config(args.config or str(TRACKS[args.track]),
+                         [*quick, *args.overrides, f'out_dir="{out / "train"}"'])
     check_same_config(out, config)
     t = time.perf_counter()
 
@@ -264,7 +304,6 @@ def main(argv: list[str] | None = None) -> int:
         train(rl_config, resume=done is not None)
     timings["rl"] = time.perf_counter() - t
 
-    n_tasks, samples = EVAL_SIZE.get(args.track, (16, 4))
     cfg = eval_config(config, out / "eval", n_tasks=args.n_tasks or n_tasks, samples=args.samples or samples,
                       seeds=args.seeds)
     specs = {"base": config.model.name, "sft": str(sft_dir / "adapter"), "sft_rl": str(out / "train")}
