@@ -171,3 +171,32 @@ def test_long_context_behaviour_table_leaves_out_test_run_columns(tmp_path):
     table = behaviour_table(cfg, metrics)
     assert table is not None and "recovery" not in table.markdown() and "verify before submit" not in text
     assert "| policy | submitted | valid call rate | turns |" in table.markdown()
+
+
+def test_track_all_report_has_each_tracks_rows_and_lists_missing_ones(tmp_path):
+    from sandgym.experiments.demo import TRACKS
+    from sandgym.experiments.demo_all import tracks_report
+
+    def run(track: str, rows: dict) -> None:
+        out = tmp_path / track / "eval"
+        cfg = eval_config(load_config(str(TRACKS[track])), out, n_tasks=12, samples=4, seeds=1)
+        if track == "test_and_fix":
+            cfg = cfg.__class__(**{**cfg.__dict__, "trained_families": ("strings",)})
+        for name in rows:
+            (out / name).mkdir(parents=True)
+        report(out, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
+
+    run("test_and_fix", {"base": _tf_rows(0.1), "sft": _tf_rows(0.3), "sft_rl": _tf_rows(0.8)})
+    run("long_context", {"base": _lc_rows({1024: 0.0}), "sft": _lc_rows({1024: 0.3}),
+                         "sft_rl": _lc_rows({1024: 0.6})})
+    rep, table = tracks_report(tmp_path, ["long_context", "test_and_fix", "json_tools"])
+    lines = table.splitlines()
+    assert len([x for x in lines if x.startswith("| test_and_fix |")]) == 4  # base, SFT, SFT+RL, RL over SFT
+    tf_rl = next(x for x in lines if x.startswith("| test_and_fix | RL over SFT (paired) |"))
+    assert tf_rl.split(" | ")[2].startswith("+0.458 [") and tf_rl.split(" | ")[3] == "n/a"  # no unseen family
+    lc_sft = next(x for x in lines if x.startswith("| long_context | SFT only |"))
+    assert lc_sft.split(" | ")[2].startswith("0.200 [") and lc_sft.split(" | ")[3].startswith("0.400 [")
+    md, _ = rep.write(tmp_path, stem="REPORT")
+    text = md.read_text()
+    assert "## Not run" in text and str(tmp_path / "json_tools") in text
+    assert "long_context/REPORT.html" in text and "json_tools/REPORT.html" not in text

@@ -10,7 +10,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from sandgym.envs.registration import BUILTIN_ENVS, env_parameters, plugin_env_ids
+from sandgym.envs.registration import BUILTIN_ENVS, creator_parameters, env_parameters, plugin_env_ids
 from sandgym.errors import ConfigError
 from sandgym.tasks.validate import type_error, type_name
 
@@ -41,14 +41,16 @@ def check_env(env_id: str, env_kwargs: Any) -> None:
 
 
 def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any], *, label: str = "env kwarg",
-                     example: str = "--env-kwargs '{\"max_turns\": 4}'") -> None:
+                     example: str = "--env-kwargs '{\"max_turns\": 4}'", creator: Any = None) -> None:
     """ConfigError for a key of ``env_kwargs`` that ``env_id``'s constructor does not take (with a suggestion) or
-    a value of the wrong type; nothing when the signature cannot be told. ``label`` names the keys in errors."""
+    a value of the wrong type; nothing when the signature cannot be told. ``label`` names the keys in errors.
+    ``creator``: check against this env class or function instead of a registered id (``env_id`` then only
+    names it in errors)."""
 
-    params = env_parameters(env_id)
+    params = env_parameters(env_id) if creator is None else creator_parameters(creator)
     if params is None or not params.closed:
         return
-    known, hints = list(params.names), params.hints
+    known, hints = [n for n in params.names if creator is None or n != "tasks"], params.hints  # the run's tasks
     for key in env_kwargs:
         if key not in known and key not in GYM_MAKE_KWARGS:
             close = difflib.get_close_matches(key, known, n=1)

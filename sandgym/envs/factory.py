@@ -145,17 +145,8 @@ def rollout_env_kwargs(
             raise ConfigError(
                 f"{prefix}{setting}={settings[setting]!r}: {where} does not take {kwarg!r} (it takes: {names}), "
                 f"so the setting would be ignored; remove {prefix}{setting} or use an env that takes {kwarg!r}")
-    if env_id:
-        check_env_kwargs(env_id, env_kwargs, label=f"{prefix}env_kwargs key",
-                         example=f"{prefix}env_kwargs = {{max_turns = 4}}")
-    else:
-        takes_kw = set(inspect.signature(ToolEnv.__init__).parameters) - {"self", "tasks"}
-        unknown = sorted(set(env_kwargs) - takes_kw)
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], sorted(takes_kw), n=1)
-            raise ConfigError(f"{prefix}env_kwargs key {unknown[0]!r}: the tool environment does not take it"
-                              + (f"; did you mean {close[0]!r}?" if close else "")
-                              + f" (it takes: {', '.join(sorted(takes_kw))})")
+    check_env_kwargs(env_id or "the tool environment", env_kwargs, label=f"{prefix}env_kwargs key",
+                     example=f"{prefix}env_kwargs = {{max_turns = 4}}", creator=None if env_id else ToolEnv)
     out.update(env_kwargs)
     return out
 

@@ -169,6 +169,12 @@ def env_parameters(env_id: str) -> EnvParameters | None:
         creator = env_creator(name)
     except Exception:  # noqa: BLE001 - a broken plugin is reported when the env is made
         return None
+    return creator_parameters(creator)
+
+
+def creator_parameters(creator: Any) -> EnvParameters | None:
+    """What an env class or factory function accepts as keywords (None when its signature cannot be read)."""
+
     # a subclass's __init__(**kwargs) passes them on: collect parameters down the MRO until a closed signature
     targets = [c.__dict__["__init__"] for c in creator.__mro__ if "__init__" in c.__dict__] \
         if inspect.isclass(creator) else [creator]

@@ -39,6 +39,7 @@ from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.evaluate.run import evaluate_policy, load_tasks
+from sandgym.experiments.demo_all import POLICIES, tracks_report
 from sandgym.experiments.periodic_eval import train_with_eval as train
 from sandgym.tasks.registry import parse_suite_spec
 from sandgym.train.checkpoint import latest_checkpoint
@@ -120,9 +121,6 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
     if behaviours is not None:
         text += "\n\n" + behaviours.markdown()
     return text, metrics
-
-
-POLICIES = (("base", "base model"), ("sft", "SFT only"), ("sft_rl", "SFT + RL"))
 
 
 def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, str]:
@@ -273,7 +271,13 @@ def main(argv: list[str] | None = None) -> int:
                   *(["--samples", str(args.samples)] if args.samples else []),
                   "--seeds", str(args.seeds), *(x for o in args.overrides for x in ("--set", o)),
                   *(["--full"] if args.full else [])]
-        return max(main([*common, "--track", t, "--out", str(Path(args.out) / t)]) for t in TRACKS)
+        codes = [main([*common, "--track", t, "--out", str(Path(args.out) / t)]) for t in TRACKS]
+        report_all, table = tracks_report(Path(args.out), list(TRACKS))
+        report_all.write(Path(args.out), stem="REPORT")
+        print("\n" + table + "\n")
+        print(f"report:      {Path(args.out) / 'REPORT.md'} ({Path(args.out) / 'REPORT.html'}); per track: "
+              f"{Path(args.out)}/<track>/REPORT.md")
+        return max(codes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}

@@ -92,7 +92,9 @@ def test_an_env_without_the_settings_still_works_when_they_are_left_at_defaults(
     ({"env": "no_such_module_xyz:x/Y-v0"}, r"cannot import the module"),
     ({"env": "sandgym/Coding-v0", "env_kwargs": {"max_turn": 4}}, r"'max_turn' is not a parameter.*'max_turns'"),
     ({"env_kwargs": {"require_submits": True}},  # the generic tool env checks its keys too
-     r"env_kwargs key 'require_submits': the tool environment does not take it; did you mean 'require_submit'"),
+     r"env_kwargs key 'require_submits' is not a parameter of the tool environment; did you mean 'require_submit'"),
+    ({"env_kwargs": {"require_submit": "yes"}},  # ... and their types, with the same check as a registered env's
+     r"env_kwargs key 'require_submit': .*bool"),
 ])
 def test_settings_the_env_cannot_take_are_config_errors(overrides: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
