@@ -28,3 +28,18 @@ def test_config_errors_name_file_key_and_fix(tmp_path):
 def test_per_step_advantages_are_accepted_on_ray():
     cfg = load_config(None, ['algorithm.advantage_mode="per_step"', 'distributed.backend="ray"'])
     assert (cfg.algorithm.advantage_mode, cfg.distributed.backend) == ("per_step", "ray")
+
+
+def test_joint_example_mixes_both_domains_and_demonstrates_each_its_own_way():
+    from sandgym.agents.scripted import OracleAgent
+    from sandgym.train.components import domain_tasks
+
+    cfg = load_config(EXAMPLES[0].parent / "joint.toml")
+    assert cfg.algorithm.gradient_conflict == "measure" and cfg.domains.normalize
+    tasks = domain_tasks(cfg)
+    # 80 demonstrations drawn in proportion from 24 coding and 96 long-context tasks: ~16 and ~64
+    assert {k: len(v) for k, v in tasks.items()} == {"coding": 24, "long_context": 96}
+    oracle = OracleAgent(style="code")  # sft.oracle_style "auto" under rollout.code_action = "submit"
+    assert oracle.plan(tasks["coding"][0])[0].startswith("```python")  # a coding task: one fenced block
+    plan = oracle.plan(tasks["long_context"][0])  # a question: the tool-call search plan, then submit
+    assert len(plan) >= 2 and all("<tool_call>" in turn for turn in plan) and '"submit"' in plan[-1]
