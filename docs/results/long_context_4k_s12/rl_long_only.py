@@ -1,0 +1,92 @@
+"""The >= 4K lever of issue 16: RL only on 4K and 8K documents, from session 9's warm start, scored on the same 60
+held-out 4K/8K tasks as that warm start and as session 9's all-length RL.
+
+    python docs/results/long_context_4k_s12/rl_long_only.py OUT [--lc-s9 /work/runs/lc_s9] [--steps 12]
+
+- RL: examples/long_context_lengths.toml with only its 4096- and 8192-token suites in the mix (48 tasks each),
+  ``--steps`` GRPO steps x 4 tasks x 6 samples, from ``LC_S9/train/sft/adapter`` (64 demonstrations x 3 epochs);
+- evaluation (current code, 30 held-out tasks per length x 1 sample, the tasks session 9 scored): the warm start
+  again and the new adapter; session 9's all-length SFT + RL rows (``LC_S9/eval/sft_rl``) are paired on the same
+  task ids. Resumes every stage. Writes OUT/summary.json and prints the comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sandgym.evaluate.aggregate import aggregate
+from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.evaluate.metrics import format_interval, format_p
+from sandgym.experiments.demo import eval_config, evaluate
+from sandgym.experiments.periodic_eval import train_with_eval
+from sandgym.train.checkpoint import latest_checkpoint
+from sandgym.train.config import load_config
+
+CONFIG = Path(__file__).resolve().parents[3] / "examples" / "long_context_lengths.toml"
+LONG = ("tokens=4096", "tokens=8192")
+
+
+def gain(g: dict[str, Any] | None) -> str:
+    return "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--lc-s9", default="/work/runs/lc_s9")
+    ap.add_argument("--steps", type=int, default=12)
+    args = ap.parse_args()
+    out, s9 = Path(args.out), Path(args.lc_s9)
+    out.mkdir(parents=True, exist_ok=True)
+    adapter = s9 / "train" / "sft" / "adapter"
+    base = load_config(str(CONFIG), [f'out_dir="{out / "train"}"', f"optim.steps={args.steps}"])
+    mix = tuple(replace(d, n_tasks=48) for d in base.domains.mix if any(k in d.suite for k in LONG))
+    config = replace(base, init="base", domains=replace(base.domains, mix=mix),
+                     model=replace(base.model, adapter=str(adapter)))
+    timings = {}
+    t = time.perf_counter()
+    done = latest_checkpoint(out / "train")
+    if done is None or not done.name.endswith(f"{config.optim.steps:06d}"):
+        train_with_eval(config, resume=done is not None)
+    timings["rl"] = time.perf_counter() - t
+
+    ecfg = eval_config(config, out / "eval", n_tasks=30, samples=1, seeds=1)
+    rows: dict[str, list[EpisodeRow]] = {}
+    for name, spec in {"sft": str(adapter), "rl_4k_8k": str(out / "train")}.items():
+        t = time.perf_counter()
+        rows[name] = evaluate(spec, name, ecfg, out / "eval")
+        timings[f"eval_{name}"] = time.perf_counter() - t
+    ids = {(r.task_id, r.sample, r.seed) for r in rows["sft"]}
+    s9_rows = [EpisodeRow.from_json(json.loads(line)) for line in
+               (s9 / "eval" / "sft_rl" / "episodes.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows["rl_all_lengths_s9"] = [r for r in s9_rows if (r.task_id, r.sample, r.seed) in ids]
+
+    summary: dict[str, Any] = {"timings": timings, "suites": list(ecfg.suites), "policies": {}, "paired": {}}
+    for name, rs in rows.items():
+        m = aggregate(rs, samples=1)
+        summary["policies"][name] = {"episodes": len(rs), "all": m["overall"]["completion"],
+                                     "trained": m["transfer"]["trained"].get("completion"),
+                                     "unseen": m["transfer"]["unseen"].get("completion"),
+                                     "by_length": {k: v["completion"] for k, v in m.get("by_length", {}).items()}}
+    for cand, ref in (("rl_4k_8k", "sft"), ("rl_all_lengths_s9", "sft"), ("rl_4k_8k", "rl_all_lengths_s9")):
+        b = aggregate(rows[cand], samples=1, baseline=rows[ref])["baseline"]
+        summary["paired"][f"{cand} vs {ref}"] = {k: b.get(k) for k in ("gain_overall", "gain_trained",
+                                                                       "gain_unseen", "gain_by_length")}
+        print(f"{cand} vs {ref}: all {gain(b.get('gain_overall'))}; trained {gain(b.get('gain_trained'))}; "
+              + "; ".join(f"{k} {gain(v)}" for k, v in (b.get("gain_by_length") or {}).items()))
+    for name, p in summary["policies"].items():
+        print(f"{name}: all {format_interval(p['all'])} trained {format_interval(p['trained'])} "
+              f"({p['episodes']} episodes)")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    print(f"summary: {out / 'summary.json'}; training: {out / 'train'}; eval: {out / 'eval'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
