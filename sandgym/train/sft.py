@@ -57,6 +57,7 @@ def run_sft(config: TrainConfig, out_dir: Path | str, *, policy: Any = None) -> 
     kind = source_kind(config.sft.source)  # a bad source fails before the model loads
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(config.seed)  # the new adapter's LoRA init (as the RL loop seeds its own): a function of seed
     policy = policy or components.build_policy(config, adapter=config.model.adapter, trainable=True)
     used: Mapping[str, int] = {}
     skipped: Mapping[str, int] = {}
