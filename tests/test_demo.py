@@ -200,3 +200,22 @@ def test_track_all_report_has_each_tracks_rows_and_lists_missing_ones(tmp_path):
     text = md.read_text()
     assert "## Not run" in text and str(tmp_path / "json_tools") in text
     assert "long_context/REPORT.html" in text and "json_tools/REPORT.html" not in text
+
+
+def test_track_rows_leave_test_run_behaviours_out_where_the_agent_cannot_run_tests():
+    from sandgym.experiments.demo_all import track_rows
+
+    iv = {"value": 0.5, "low": 0.4, "high": 0.6}
+    policy = {"transfer": {"trained": {"completion": iv}, "unseen": {}},
+              "behaviour": {"first_attempt_pass": iv, "verify_before_submit": iv, "valid_call_rate": iv}}
+    gain = {"diff": iv, "p_value": 0.01}
+
+    def metrics(rollout):
+        return {"base": policy, "sft": {**policy, "config": {"rollout": rollout}}, "sft_rl": policy,
+                "rl_vs_sft": {"gain_trained": gain, "behaviour_gain": {"verify_before_submit": gain}}}
+
+    lc = track_rows("long_context", metrics({"code_action": None, "tools": ["grep", "read_file", "submit"]}))
+    tf = track_rows("test_and_fix", metrics({"code_action": "test", "tools": ["submit"]}))
+    # columns: track, policy, trained, unseen, first attempt pass, recovery, verify before submit, valid calls, ...
+    assert lc[1][4] == "n/a" and lc[1][6] == "n/a" and lc[3][6] == "n/a" and lc[1][7].startswith("0.500")
+    assert tf[1][4].startswith("0.500") and tf[3][6].startswith("+0.500")

@@ -2,7 +2,7 @@
 
 Tracks (``--track``): ``long_context`` (``examples/long_context_lengths.toml``: multi-turn ``<tool_call>`` JSON,
 grep and read_file over documents of 1K-8K tokens in workspace files, then submit; completion per length; the
-default and what ``make demo`` runs, at its quick size (:data:`QUICK`), ~29 minutes), ``single_turn``
+default and what ``make demo`` runs, at its quick size (:data:`QUICK`), ~26 minutes), ``single_turn``
 (``examples/quickstart.toml``: one code block, submitted at once; ~11 minutes), ``test_and_fix``
 (``examples/test_and_fix.toml``: multi-turn coding where each code block is run against the visible tests and the
 agent fixes, then submits; ~45 minutes, and on the embedded model RL has not yet learned recovery there:
@@ -39,7 +39,7 @@ from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.evaluate.run import evaluate_policy, load_tasks
-from sandgym.experiments.demo_all import POLICIES, tracks_report
+from sandgym.experiments.demo_all import POLICIES, can_run_tests, tracks_report
 from sandgym.experiments.periodic_eval import train_with_eval as train
 from sandgym.tasks.registry import parse_suite_spec
 from sandgym.train.checkpoint import latest_checkpoint
@@ -61,7 +61,7 @@ EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "json_tools": 
 """(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
 QUICK: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {"long_context": (("optim.steps=4",), (10, 1))}
 """A track's quick size (config overrides, evaluation size): what the demo runs unless ``--full``. long_context in
-28-31 minutes on the idle 2-core CPU: SFT 10 min, 4 GRPO steps, 40 held-out episodes per policy
+~26 minutes on the idle 2-core CPU: SFT 10 min, 4 GRPO steps, 40 held-out episodes per policy
 (docs/BENCHMARKS.md). Explicit ``--set``/``--n-tasks``/``--samples`` win over it."""
 UNSEEN_CODING = "coding/parsing:heldout"
 """The unseen family added to a coding track's evaluation (a domain suite's heldout split has its own)."""
@@ -185,7 +185,7 @@ def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
 def runs_tests(rollout: Any) -> bool:
     """Whether the agent can run the visible tests: a code action that runs them, or the run_tests tool (an empty
     tool list offers every built-in tool)."""
-    return rollout.code_action == "test" or not rollout.tools or "run_tests" in rollout.tools
+    return can_run_tests(rollout.code_action, rollout.tools)
 
 
 def length_table(metrics: dict[str, Any]) -> Table | None:

@@ -22,23 +22,36 @@ COLUMNS = (("first_attempt_pass", "first attempt pass"), ("recovery", "recovery"
 """Behaviour columns (``metrics.json`` key ``behaviour``); n/a where a track's episodes do not have one."""
 
 
+TEST_COLUMNS = ("first_attempt_pass", "recovery", "verify_before_submit")
+
+
+def can_run_tests(code_action: str | None, tools: Sequence[str]) -> bool:
+    """Whether the agent can run the visible tests: a code action that runs them, or the run_tests tool (an empty
+    tool list offers every built-in tool)."""
+    return code_action == "test" or not tools or "run_tests" in tools
+
+
 def _gain(g: dict[str, Any] | None) -> str:
     return "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}"
 
 
 def track_rows(track: str, metrics: dict[str, Any]) -> list[tuple[str, ...]]:
     """Base, SFT, SFT+RL and the paired RL-over-SFT row of one track's demo metrics."""
+    rollout = (metrics["sft"].get("config") or {}).get("rollout") or {}
+    tests = can_run_tests(rollout.get("code_action"), rollout.get("tools") or ())
+    keys = [key for key, _ in COLUMNS if tests or key not in TEST_COLUMNS]  # the others: n/a
     rows = []
     for name, label in POLICIES:
         m = metrics[name]
         behaviour = m.get("behaviour") or {}
         rows.append((track, label, format_interval(m["transfer"]["trained"].get("completion")),
                      format_interval(m["transfer"]["unseen"].get("completion")),
-                     *(format_interval(behaviour.get(key)) if behaviour.get(key) else "n/a" for key, _ in COLUMNS)))
+                     *(format_interval(behaviour[key]) if key in keys and behaviour.get(key) else "n/a"
+                       for key, _ in COLUMNS)))
     rl = metrics["rl_vs_sft"]
     gains = rl.get("behaviour_gain") or {}
     rows.append((track, "RL over SFT (paired)", _gain(rl.get("gain_trained")), _gain(rl.get("gain_unseen")),
-                 *(format_interval(gains[key]["diff"], signed=True) if key in gains else "n/a"
+                 *(format_interval(gains[key]["diff"], signed=True) if key in keys and key in gains else "n/a"
                    for key, _ in COLUMNS)))
     return rows
 
