@@ -76,7 +76,7 @@ def off_policy_warning(metrics: dict[str, float], generation_weights: str) -> st
 def loss_metrics(stats: StepStats | None) -> dict[str, float]:
     """``losses/*`` of the learner update (only ``trained_sequences = 0`` when nothing was trained)."""
     if stats is None:
-        return {"losses/trained_sequences": 0.0}
+        return {"losses/trained_sequences": 0.0, "losses/trained_domains": 0.0}
     m = {
         "losses/loss": stats.loss,
         "losses/pg_loss": stats.pg_loss,
@@ -87,6 +87,7 @@ def loss_metrics(stats: StepStats | None) -> dict[str, float]:
         "losses/tis_capped_frac": stats.tis_capped_frac,
         "losses/grad_norm": stats.grad_norm,
         "losses/trained_sequences": float(stats.sequences),
+        "losses/trained_domains": float(stats.domains),
     }
     if stats.grad_cosine is not None:
         low = stats.grad_cosine_min if stats.grad_cosine_min is not None else stats.grad_cosine

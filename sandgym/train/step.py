@@ -157,6 +157,9 @@ class StepStats:
     """Mean pairwise cosine between the domains' gradients (``gradient_conflict`` on, 2+ domains); else None."""
     grad_cosine_min: float | None = None
     pcgrad_projections: int = 0
+    domains: int = 1
+    """Domains among the trained sequences (groups with zero advantage are skipped before the learner, so a
+    mixed step may train one domain only; the gradient cosine needs 2+)."""
 
 
 def micro_batches(samples: Sequence[Sample], size: int, pad_slack: int = PAD_SLACK) -> Iterator[list[Sample]]:
@@ -270,7 +273,7 @@ def learner_update(
                          tokens=total_tokens, sequences=len(samples), tis_max=tis_max or 1.0, tis_capped_frac=t[5],
                          grad_cosine=conflict.mean if conflict else None,
                          grad_cosine_min=conflict.min if conflict else None,
-                         pcgrad_projections=conflict.projections if conflict else 0)
+                         pcgrad_projections=conflict.projections if conflict else 0, domains=len(domains))
 
 
 def update_with_config(model: torch.nn.Module, optimizer: torch.optim.Optimizer, samples: Sequence[Sample],

@@ -76,3 +76,8 @@ def test_one_domain_is_not_measured(tiny_model_dir):
     samples = [Sample(s.token_ids, s.action_mask, s.sampling_logprobs, s.advantages, "coding") for s in _samples(0.5)]
     stats, _ = _run(tiny_model_dir, "pcgrad", samples)
     assert stats.grad_cosine is None and stats.pcgrad_projections == 0
+    from sandgym.train.metrics import loss_metrics
+
+    assert stats.domains == 1 and loss_metrics(stats)["losses/trained_domains"] == 1.0  # why no cosine is logged
+    both, _ = _run(tiny_model_dir, "measure", _samples(0.5))
+    assert both.domains == 2 and loss_metrics(both)["losses/trained_domains"] == 2.0
