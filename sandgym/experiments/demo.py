@@ -39,7 +39,7 @@ from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.evaluate.run import evaluate_policy, load_tasks
-from sandgym.experiments.demo_all import POLICIES, can_run_tests, tracks_report
+from sandgym.experiments.demo_all import POLICIES, TEST_BEHAVIOURS, can_run_tests, tracks_report
 from sandgym.experiments.periodic_eval import train_with_eval as train
 from sandgym.tasks.registry import parse_suite_spec
 from sandgym.train.checkpoint import latest_checkpoint
@@ -68,8 +68,6 @@ UNSEEN_CODING = "coding/parsing:heldout"
 BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing", "submitted",
               "valid_call_rate", "turns")
 """Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
-TEST_BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing")
-"""The behaviours about visible-test runs: left out of a track whose agent cannot run tests (long_context)."""
 
 
 def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int) -> EvalConfig:

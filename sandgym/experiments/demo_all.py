@@ -22,7 +22,8 @@ COLUMNS = (("first_attempt_pass", "first attempt pass"), ("recovery", "recovery"
 """Behaviour columns (``metrics.json`` key ``behaviour``); n/a where a track's episodes do not have one."""
 
 
-TEST_COLUMNS = ("first_attempt_pass", "recovery", "verify_before_submit")
+TEST_BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing")
+"""The behaviours about visible-test runs: left out (n/a) for a track whose agent cannot run tests (long_context)."""
 
 
 def can_run_tests(code_action: str | None, tools: Sequence[str]) -> bool:
@@ -39,7 +40,7 @@ def track_rows(track: str, metrics: dict[str, Any]) -> list[tuple[str, ...]]:
     """Base, SFT, SFT+RL and the paired RL-over-SFT row of one track's demo metrics."""
     rollout = (metrics["sft"].get("config") or {}).get("rollout") or {}
     tests = can_run_tests(rollout.get("code_action"), rollout.get("tools") or ())
-    keys = [key for key, _ in COLUMNS if tests or key not in TEST_COLUMNS]  # the others: n/a
+    keys = [key for key, _ in COLUMNS if tests or key not in TEST_BEHAVIOURS]  # the others: n/a
     rows = []
     for name, label in POLICIES:
         m = metrics[name]
