@@ -74,7 +74,8 @@ def off_policy_warning(metrics: dict[str, float], generation_weights: str) -> st
 
 
 def loss_metrics(stats: StepStats | None) -> dict[str, float]:
-    """``losses/*`` of the learner update (only ``trained_sequences = 0`` when nothing was trained)."""
+    """``losses/*`` of the learner update (only ``trained_sequences`` and ``trained_domains``, both 0, when nothing
+    was trained)."""
     if stats is None:
         return {"losses/trained_sequences": 0.0, "losses/trained_domains": 0.0}
     m = {
