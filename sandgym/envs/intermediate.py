@@ -22,20 +22,13 @@ Changing any of this means registering ``intermediate@v2`` and adding golden tur
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CLAIM_RE", "TURN_TERMS", "TurnTerm", "claims", "declares_checkpoints", "intermediate_turn_v1",
-           "claim_hint", "run_turns"]
+__all__ = ["CLAIM_RE", "claims", "declares_checkpoints", "intermediate_turn_v1", "claim_hint"]
 
 CLAIM_RE = re.compile(r"after\s+update\s+(\d+)\s*:?\s*([A-Za-z_]\w*)\s*=\s*(-?\d+)", re.IGNORECASE)
 """``after update K: name = V``."""
-
-TurnTerm = Callable[[str, Mapping[str, Any], Mapping[int, bool]], tuple[float, dict[int, bool]]]
-"""``(turn text, task metadata, checkpoints decided so far: K -> matched) -> (credit, newly decided)``."""
-
-TURN_TERMS: dict[str, TurnTerm] = {}
-
 
 def declares_checkpoints(metadata: Mapping[str, Any]) -> bool:
     """True when the task exposes checkable intermediate states (a tracked variable with checkpoints)."""
@@ -71,23 +64,9 @@ def intermediate_turn_v1(text: str, metadata: Mapping[str, Any], decided: Mappin
     return sum(new.values()) / len(checkpoints), new
 
 
-TURN_TERMS["intermediate@v1"] = intermediate_turn_v1
-
-
 def claim_hint(metadata: Mapping[str, Any]) -> str:
     """One line for the prompt telling the agent the convention (only for tasks that declare checkpoints)."""
     var = metadata["variable"]
     return (f"Optional: while tracking {var}, state intermediate values as `after update K: {var} = V` (K = number "
             f"of UPDATE lines for {var} applied so far, 0 after its SET); each new correct value earns a small reward; "
             "only the first value you state for each K counts.")
-
-
-def run_turns(term: TurnTerm, texts: Sequence[str], metadata: Mapping[str, Any]) -> list[float]:
-    """Credits of a sequence of turns, threading the decided checkpoints (used by the golden check and tests)."""
-    decided: dict[int, bool] = {}
-    out = []
-    for text in texts:
-        credit, new = term(text, metadata, decided)
-        decided.update(new)
-        out.append(float(credit))
-    return out

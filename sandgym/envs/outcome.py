@@ -126,10 +126,11 @@ class EpisodeOutcome:
     infra_failure: bool = False
     """The sandbox or the harness failed (or the task's verifier did: ``task_error``): excluded from scoring."""
     intermediate_matched: int = 0
-    """Checkpoints (checkable intermediate states) the agent stated correctly, first claim per checkpoint; counted
-    only by ``ToolEnv(turn_rewards=True)`` (see ``sandgym.envs.intermediate``)."""
+    """Items of the env's per-turn term the agent earned (``intermediate@v1``: checkpoints stated correctly, first
+    claim each; ``evidence@v1``: evidence lines its searches showed); counted only by ``ToolEnv(turn_rewards=True)``
+    (see ``sandgym.envs.turn_terms``)."""
     intermediate_expected: int = 0
-    """Checkpoints the task declares (0 when it declares none or per-turn terms are off)."""
+    """Items the task declares for that term (0 when it declares none or per-turn terms are off)."""
 
     # ---- the verdict: decided here, read everywhere else --------------------------------------------------------
     @property

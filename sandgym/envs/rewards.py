@@ -16,8 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sandgym.envs.intermediate import TURN_TERMS, TurnTerm, run_turns
 from sandgym.envs.outcome import EpisodeOutcome, SandboxRuntime
+from sandgym.envs.turn_terms import TURN_TERMS, TurnTermSpec, run_turns
 from sandgym.errors import ConfigError
 
 __all__ = [
@@ -177,21 +177,24 @@ for _signal in SERVICE_SIGNALS:  # one opt-in component per signal (not weighted
 
 
 INTERMEDIATE_DEFAULT_WEIGHT = 0.2
-"""Weight of the per-turn ``intermediate@v1`` term when ``ToolEnv(turn_rewards=True)`` and the reward weights do
-not name it (it is not in the default weights: it is paid per turn, never in the final reward)."""
+"""Weight of a per-turn term (``TURN_TERMS``) when ``ToolEnv(turn_rewards=True)`` and the reward weights do not
+name it (no per-turn term is in the default weights: it is paid per turn, never in the final reward)."""
 
 
-@register_reward("intermediate@v1")
-def intermediate_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
-    """Episode total of the per-turn ``intermediate@v1`` term: share of the declared checkpoints stated correctly
-    (first claim per checkpoint; see ``sandgym.envs.intermediate``); 0.0 when the task declares none.
+def _turn_total(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Episode total of the env's per-turn term: share of the task's declared items credited (see
+    ``sandgym.envs.turn_terms``); 0.0 when the task declares none.
 
-    >>> intermediate_v1(EpisodeOutcome(intermediate_matched=3, intermediate_expected=4), RewardConfig())
+    >>> _turn_total(EpisodeOutcome(intermediate_matched=3, intermediate_expected=4), RewardConfig())
     0.75
     """
     if o.infra_failure or o.intermediate_expected <= 0:
         return 0.0
     return min(o.intermediate_matched, o.intermediate_expected) / o.intermediate_expected
+
+
+intermediate_v1 = register_reward("intermediate@v1")(_turn_total)
+evidence_v1 = register_reward("evidence@v1")(_turn_total)
 
 
 def compute_rewards(outcome: EpisodeOutcome, config: RewardConfig | None = None) -> tuple[float, dict[str, float]]:
@@ -204,9 +207,9 @@ def compute_rewards(outcome: EpisodeOutcome, config: RewardConfig | None = None)
     return float(total), components
 
 
-def _check_turn_cases(path: Path, data: Mapping[str, Any], terms: Mapping[str, TurnTerm],
+def _check_turn_cases(path: Path, data: Mapping[str, Any], terms: Mapping[str, TurnTermSpec],
                       covered: set[str]) -> list[str]:
-    """Golden cases of per-turn terms: ``"turn_cases": {name: [{"metadata", "turns", "expected"}, ...]}``."""
+    """Golden cases of per-turn terms: ``"turn_cases": {name: [{"metadata", "turns", "expected", "files"?}, ...]}``."""
     problems: list[str] = []
     for name, cases in (data.get("turn_cases") or {}).items():
         covered.add(name)
@@ -214,7 +217,7 @@ def _check_turn_cases(path: Path, data: Mapping[str, Any], terms: Mapping[str, T
             problems.append(f"{name} in {path.name}: per-turn term is not registered")
             continue
         for i, case in enumerate(cases):
-            got = run_turns(terms[name], case["turns"], case["metadata"])
+            got = run_turns(terms[name].credit, case["turns"], case["metadata"], case.get("files"))
             want = [float(x) for x in case["expected"]]
             if len(got) != len(want) or not all(
                 math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-9) for g, w in zip(got, want, strict=False)
@@ -234,7 +237,7 @@ def _load_case(path: Path) -> tuple[EpisodeOutcome, RewardConfig, dict[str, floa
 
 
 def check_golden(directory: Path | None = None, rewards: Mapping[str, RewardFn] | None = None,
-                 turn_terms: Mapping[str, TurnTerm] | None = None) -> list[str]:
+                 turn_terms: Mapping[str, TurnTermSpec] | None = None) -> list[str]:
     """Recompute every golden case; return one line per problem (empty list = all rewards unchanged).
 
     A problem is a reward whose value moved (name the reward, the case, old and new value), a golden case naming

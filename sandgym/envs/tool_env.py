@@ -19,13 +19,13 @@ import gymnasium as gym
 from sandgym.envs.builtin_tools import builtin_tools
 from sandgym.envs.context import ToolContext
 from sandgym.envs.grading import grade
-from sandgym.envs.intermediate import TURN_TERMS, claim_hint, declares_checkpoints
 from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
 from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall, parse_turn
 from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT, REWARDS, RewardConfig, compute_rewards
 from sandgym.envs.spaces import AnyText
 from sandgym.envs.tasksource import TaskSource
 from sandgym.envs.tools import Tool, ToolSet
+from sandgym.envs.turn_terms import TURN_TERMS, Turn
 from sandgym.errors import ConfigError, SandboxError
 from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox
@@ -95,12 +95,13 @@ class ToolEnv(gym.Env[str, str]):
             ``reset()`` (local: every process killed, workspace, /tmp and grader dir wiped, checked empty); other
             backends get a fresh sandbox anyway.
         system_prompt: replaces the generated system prompt (``{entry_file}``/``{domain}`` are filled in).
-        turn_rewards: score checkable intermediate states per turn (``intermediate@v1``, see
-            ``sandgym.envs.intermediate``): every step's info carries ``turn_reward`` (the weight of
-            ``intermediate@v1``, default ``INTERMEDIATE_DEFAULT_WEIGHT``, times that turn's credit), the final
-            ``reward_components`` the episode total under ``intermediate@v1``, and the system prompt of a task that
-            declares checkpoints one line on how to state them. The step reward itself never includes it. Off by
-            default: then nothing changes.
+        turn_rewards: pay the per-turn term ``turn_term`` (see ``sandgym.envs.turn_terms``): every step's info
+            carries ``turn_reward`` (the term's weight in the reward weights, default
+            ``INTERMEDIATE_DEFAULT_WEIGHT``, times that turn's credit), the final ``reward_components`` the episode
+            total under the term's name, and the system prompt of a task the term applies to the term's hint line
+            (if it has one). The step reward itself never includes it. Off by default: then nothing changes.
+        turn_term: which registered per-turn term (``TURN_TERMS``): ``"intermediate@v1"`` (stating a tracked
+            variable's checkpoints) or ``"evidence@v1"`` (a narrow search that shows the question's evidence lines).
         test_hints: in ``code_action="test"``, end each test run's result with the next step it calls for
             (:data:`TEST_HINTS`: SUBMIT when every visible test passed, a corrected block otherwise). The hint
             says what the result means, never what the code should be; ``False`` leaves the bare summary.
@@ -109,8 +110,6 @@ class ToolEnv(gym.Env[str, str]):
             track without it learned to write the solution and let the turns run out instead of testing and
             submitting (docs/BENCHMARKS.md, session 11).
     """
-
-    TURN_TERM = "intermediate@v1"
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
     default_suite: str | None = None
@@ -139,6 +138,7 @@ class ToolEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         system_prompt: str | None = None,
         turn_rewards: bool = False,
+        turn_term: str = "intermediate@v1",
         test_hints: bool = True,
         require_submit: bool = False,
     ) -> None:
@@ -170,7 +170,13 @@ class ToolEnv(gym.Env[str, str]):
         self.episode_timeout_s = episode_timeout_s
         self.render_mode = render_mode
         self.custom_system_prompt = system_prompt
+        if turn_term not in TURN_TERMS:
+            raise ConfigError(f"turn_term={turn_term!r} is not a registered per-turn term; use one of "
+                              f"{sorted(TURN_TERMS)}")
         self.turn_rewards = bool(turn_rewards)
+        self.turn_term = turn_term
+        self._turn_spec = TURN_TERMS[turn_term]
+        self._ran: list[tuple[str, dict[str, Any]]] = []
         self.test_hints = bool(test_hints)
         self.require_submit = bool(require_submit)
         self._decided: dict[int, bool] = {}
@@ -256,9 +262,10 @@ class ToolEnv(gym.Env[str, str]):
         self._env_s = 0.0
         self._start = time.monotonic()
         self._decided = {}
+        self._ran = []
         system = self.system_prompt(task)
-        if self.turn_rewards and declares_checkpoints(task.metadata):
-            system += "\n" + claim_hint(task.metadata)
+        if self.turn_rewards and self._turn_spec.hint is not None and self._turn_spec.items(task.metadata):
+            system += "\n" + self._turn_spec.hint(task.metadata)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
         info = {
             "messages": [dict(m) for m in self.messages],
@@ -300,6 +307,7 @@ class ToolEnv(gym.Env[str, str]):
         info: dict[str, Any] = {"tool_calls": calls, "parse_errors": errors, "actions": self._actions(ctx)}
         if self.turn_rewards:
             info["turn_reward"] = 0.0 if infra else self._turn_credit(ctx.task, action)
+        self._ran = []
         reward = 0.0
         if terminated or truncation:
             if truncation and truncation != "infra":
@@ -385,6 +393,8 @@ class ToolEnv(gym.Env[str, str]):
             result = toolset.call(ctx, call)
             if not result.ok:
                 self._counts.tool_errors += 1
+            elif not call.code_action:
+                self._ran.append((call.name, dict(call.arguments)))
             self._track_testing(ctx, call.name)
             content = result.content
             if self.test_hints and call.code_action and call.name == "run_tests" and ctx.visible_results:
@@ -397,11 +407,13 @@ class ToolEnv(gym.Env[str, str]):
         return calls, errors
 
     def _turn_weight(self) -> float:
-        return float(self.reward_config.weights.get(self.TURN_TERM, INTERMEDIATE_DEFAULT_WEIGHT))
+        return float(self.reward_config.weights.get(self.turn_term, INTERMEDIATE_DEFAULT_WEIGHT))
 
     def _turn_credit(self, task: Task, text: str) -> float:
-        """Weighted per-turn credit of this turn's new correct intermediate states (pure term + decided state)."""
-        credit, new = TURN_TERMS[self.TURN_TERM](text, task.metadata, self._decided)
+        """Weighted per-turn credit of this turn (the pure term over the turn's text and the calls that ran, with
+        the items decided so far)."""
+        turn = Turn(text, tuple(self._ran), task.metadata, task.files)
+        credit, new = self._turn_spec.credit(turn, self._decided)
         self._decided.update(new)
         return self._turn_weight() * float(credit)
 
@@ -466,21 +478,21 @@ class ToolEnv(gym.Env[str, str]):
                 infra, truncation = f"internal error while grading: {type(exc).__name__}: {exc}", "infra"
             if g.task_error:  # the verifier itself could not run: excluded like infra, counted apart
                 infra = f"task error (the task's verifier failed, not the agent): {g.task_error}"
-        checkpoints = self.turn_rewards and declares_checkpoints(task.metadata)
+        items = self._turn_spec.items(task.metadata) if self.turn_rewards else 0
         outcome = EpisodeOutcome(
             task_id=task.id, domain=task.domain, family=task.family, grade=g,
             actions=self._actions(ctx),
             runtime=stats.snapshot(), truncation=truncation, infra_failure=infra is not None,
-            intermediate_matched=sum(self._decided.values()) if checkpoints else 0,
-            intermediate_expected=len(task.metadata["checkpoints"]) if checkpoints else 0,
+            intermediate_matched=sum(self._decided.values()) if items else 0,
+            intermediate_expected=items,
         )
         config = self.reward_config
-        if self.TURN_TERM in config.weights:  # paid per turn (info["turn_reward"]), never in the final reward
-            config = replace(config, weights={k: v for k, v in config.weights.items() if k != self.TURN_TERM})
+        if set(TURN_TERMS) & set(config.weights):  # paid per turn (info["turn_reward"]), never in the final reward
+            config = replace(config, weights={k: v for k, v in config.weights.items() if k not in TURN_TERMS})
         reward, components = compute_rewards(outcome, config)
         components.update({f"{task.verifier.host}/{k}": v for k, v in g.components.items()})  # metrics
-        if self.turn_rewards or self.TURN_TERM in self.reward_config.weights:
-            components[self.TURN_TERM] = float(REWARDS[self.TURN_TERM](outcome, config))
+        if self.turn_rewards or self.turn_term in self.reward_config.weights:
+            components[self.turn_term] = float(REWARDS[self.turn_term](outcome, config))
         info.update(
             reward_components=components,
             outcome=outcome,

@@ -10,9 +10,10 @@ import pytest
 from sandgym.agents.policy import ScriptedPolicy
 from sandgym.agents.rollout import RolloutConfig, rollout
 from sandgym.agents.scripted import call
-from sandgym.envs.intermediate import TURN_TERMS, claims, intermediate_turn_v1, run_turns
+from sandgym.envs.intermediate import claims, intermediate_turn_v1
 from sandgym.envs.rewards import GOLDEN_DIR, INTERMEDIATE_DEFAULT_WEIGHT, REWARDS, check_golden
 from sandgym.envs.tool_env import ToolEnv
+from sandgym.envs.turn_terms import TURN_TERMS, TurnTermSpec, run_turns
 from sandgym.tasks.suites.long_context import make_family
 from sandgym.tasks.task import Task
 from tests.fake_sandbox import FakeSandbox
@@ -110,11 +111,11 @@ def test_pure_term_rules() -> None:
     meta = {"variable": "x", "checkpoints": [{"update": 0, "value": 3}, {"update": 1, "value": 5}]}
     assert claims("After Update 1 x=5; after update 2: y = 1", "x") == [(1, 5)]
     # first claim per checkpoint decides: a wrong one locks it, guessing again pays nothing
-    assert run_turns(intermediate_turn_v1, ["after update 1: x = 4", "after update 1: x = 5"], meta) == [0.0, 0.0]
-    assert run_turns(intermediate_turn_v1, ["after update 1: x = 5 after update 1: x = 5",
-                                            "after update 0: x = 3"], meta) == [0.5, 0.5]
-    assert run_turns(intermediate_turn_v1, ["after update 9: x = 5"], meta) == [0.0]
-    assert TURN_TERMS["intermediate@v1"] is intermediate_turn_v1
+    term = TURN_TERMS["intermediate@v1"].credit
+    assert run_turns(term, ["after update 1: x = 4", "after update 1: x = 5"], meta) == [0.0, 0.0]
+    assert run_turns(term, ["after update 1: x = 5 after update 1: x = 5", "after update 0: x = 3"], meta) == [0.5, 0.5]
+    assert run_turns(term, ["after update 9: x = 5"], meta) == [0.0]
+    assert intermediate_turn_v1("after update 0: x = 3", meta, {}) == (0.5, {0: True})
 
 
 def test_golden_turn_cases_detect_a_changed_term() -> None:
@@ -122,11 +123,13 @@ def test_golden_turn_cases_detect_a_changed_term() -> None:
     case = json.loads((GOLDEN_DIR / "tracking_intermediate_turns.json").read_text())
     assert "intermediate@v1" in case["expected"] and case["turn_cases"]["intermediate@v1"]
 
-    def generous(text, metadata, decided):  # wrong claims pay too: a behaviour change
-        credit, new = intermediate_turn_v1(text, metadata, decided)
+    def pay_wrong(turn, decided):  # wrong claims pay too: a behaviour change
+        credit, new = intermediate_turn_v1(turn.text, turn.metadata, decided)
         return credit + 0.1 * sum(1 for v in new.values() if not v), new
 
-    problems = check_golden(turn_terms={"intermediate@v1": generous})
+    spec = TURN_TERMS["intermediate@v1"]
+    generous = TurnTermSpec(credit=pay_wrong, items=spec.items, hint=spec.hint)
+    problems = check_golden(turn_terms={**TURN_TERMS, "intermediate@v1": generous})
     assert problems and all("intermediate@v1 (per-turn) changed on golden case tracking_intermediate_turns" in p
                             for p in problems)
     assert any("no golden turn case" in p for p in check_golden(turn_terms={**TURN_TERMS, "x@v1": generous}))

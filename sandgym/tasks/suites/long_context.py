@@ -226,6 +226,7 @@ def make_family(family: str) -> Callable[..., list[Task]]:
             lines = document(rng, size, facts, split, early=early)
             if family == "tracking":  # checkpoints point at the line of each target update
                 meta = _with_lines(meta, lines)
+            meta = {**meta, "evidence": evidence_lines(family, meta, lines)}
             out.append(lc_task(
                 family=family, split=split, seed=seed, difficulty=d, index=i, unseen=unseen, intro=intro,
                 question=question, lines=lines, answer=answer, matcher=matcher, tokens=size,
@@ -234,6 +235,24 @@ def make_family(family: str) -> Callable[..., list[Task]]:
         return out
 
     return make
+
+
+EVIDENCE: dict[str, Callable[[dict[str, Any]], Callable[[str], bool]]] = {
+    "needle": lambda m: lambda line: f"transaction {m['needle']} failed" in line,
+    "multihop": lambda m: lambda line: (
+        any(line.startswith(f"NOTE: service {s} forwards ") for s in m["chain"][:-1])
+        or line.startswith(f"NOTE: service {m['chain'][-1]} stores ")),
+    "tracking": lambda m: lambda line: line.startswith((f"SET {m['variable']} ", f"UPDATE {m['variable']} ")),
+    "aggregation": lambda m: lambda line: f" region={m['region']} " in line and line.endswith("status=paid"),
+    "constraints": lambda m: lambda line: line.startswith(("POLICY: ", "OPTION ")),
+}
+"""Per family: (task metadata) -> is this document line evidence the answer rests on (``evidence@v1``)."""
+
+
+def evidence_lines(family: str, meta: dict[str, Any], lines: list[str]) -> list[int]:
+    """1-based numbers of the document lines a correct answer rests on (``metadata["evidence"]``)."""
+    is_evidence = EVIDENCE[family](meta)
+    return [n for n, line in enumerate(lines, 1) if is_evidence(line)]
 
 
 def _with_lines(meta: dict[str, Any], lines: list[str]) -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""The per-turn reward terms ``ToolEnv(turn_rewards=True, turn_term=...)`` can pay, one registry.
+
+A term is pure: ``(turn, decided so far) -> (credit in [0, 1], newly decided)``, where a :class:`Turn` holds what
+the agent wrote, the tool calls that ran, the task's metadata and its pristine files. Each term declares how many
+items a task offers it (0: the term does not apply to that task) and, optionally, one line for the system prompt.
+
+- ``intermediate@v1`` (``sandgym.envs.intermediate``): stating a tracked variable's checkpoints correctly;
+- ``evidence@v1`` (``sandgym.envs.evidence``): a search narrow enough to show the question's evidence lines.
+
+Terms are versioned like rewards: golden turn cases (``"turn_cases"`` in ``sandgym/envs/golden/*.json``: metadata,
+optional files, turn texts, expected credit per turn) are replayed by ``sandgym rewards check``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandgym.envs.evidence import declared_evidence, evidence_turn_v1
+from sandgym.envs.intermediate import claim_hint, declares_checkpoints, intermediate_turn_v1
+from sandgym.envs.parsing import parse_turn
+
+__all__ = ["TURN_TERMS", "Turn", "TurnTerm", "TurnTermSpec", "run_turns"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One agent turn as a per-turn term sees it."""
+
+    text: str
+    calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    """``(tool name, arguments)`` of each call that ran without error, in order."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)
+    """The task's files as the task defines them (never the workspace's current state)."""
+
+
+TurnTerm = Callable[[Turn, Mapping[int, bool]], tuple[float, dict[int, bool]]]
+
+
+@dataclass(frozen=True)
+class TurnTermSpec:
+    credit: TurnTerm
+    items: Callable[[Mapping[str, Any]], int]
+    """How many creditable items a task's metadata declares (0: the term does not apply)."""
+    hint: Callable[[Mapping[str, Any]], str] | None = None
+    """One system-prompt line for a task the term applies to (None: nothing to tell the agent)."""
+
+
+TURN_TERMS: dict[str, TurnTermSpec] = {
+    "intermediate@v1": TurnTermSpec(
+        credit=lambda turn, decided: intermediate_turn_v1(turn.text, turn.metadata, decided),
+        items=lambda meta: len(meta["checkpoints"]) if declares_checkpoints(meta) else 0,
+        hint=claim_hint,
+    ),
+    "evidence@v1": TurnTermSpec(
+        credit=lambda turn, decided: evidence_turn_v1(turn.calls, turn.metadata, turn.files, decided),
+        items=declared_evidence,
+    ),
+}
+
+
+def run_turns(term: TurnTerm, texts: Sequence[str], metadata: Mapping[str, Any],
+              files: Mapping[str, str] | None = None) -> list[float]:
+    """Credits of a sequence of turns, threading the decided items (the golden check and tests); each text's
+    ``<tool_call>`` JSON calls are taken as having run."""
+    decided: dict[int, bool] = {}
+    out = []
+    for text in texts:
+        calls = tuple((c.name, c.arguments) for c in parse_turn(text).calls)
+        credit, new = term(Turn(text, calls, metadata, files or {}), decided)
+        decided.update(new)
+        out.append(float(credit))
+    return out

@@ -1,0 +1,126 @@
+"""Per-turn credit for a search that shows the question's evidence (``evidence@v1``,
+``ToolEnv(turn_rewards=True, turn_term="evidence@v1")``): what pays, and the forgeries that must not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sandgym.agents.scripted import call
+from sandgym.envs.evidence import MAX_LINES, shown_lines
+from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT
+from sandgym.envs.tool_env import ToolEnv
+from sandgym.errors import ConfigError
+from sandgym.tasks.suites.long_context import FAMILIES, make_family
+from sandgym.tasks.task import Task
+
+W = INTERMEDIATE_DEFAULT_WEIGHT
+
+
+def multihop(tokens: int = 1024) -> Task:
+    return make_family("multihop")("train", 1, 0, 1, tokens=tokens, placement="file")[0]
+
+
+def env_for(task: Task, factory, **kwargs: Any) -> ToolEnv:
+    kwargs.setdefault("tools", None)
+    return ToolEnv([task], sandbox_factory=factory, turn_rewards=True, turn_term="evidence@v1", **kwargs)
+
+
+def play(env: ToolEnv, task: Task, turns: list[str]) -> list[dict[str, Any]]:
+    env.reset(options={"task": task})
+    infos = []
+    for text in turns:
+        _, _, term, trunc, info = env.step(text)
+        infos.append(info)
+        if term or trunc:
+            break
+    return infos
+
+
+def doc_lines(task: Task) -> list[str]:
+    return task.files[task.metadata["document"]].splitlines()
+
+
+def test_each_family_declares_the_lines_its_answer_rests_on() -> None:
+    for spec in FAMILIES:
+        for task in spec.make("heldout", 4, 0, 1, tokens=4096, placement="file"):
+            lines, ev = doc_lines(task), task.metadata["evidence"]
+            shown = [lines[n - 1] for n in ev]
+            if spec.name == "needle":
+                assert len(shown) == 1 and task.reference.answer in shown[0]
+            elif spec.name == "multihop":
+                chain = task.metadata["chain"]
+                assert len(shown) == len(chain) and any(task.reference.answer in s for s in shown)
+            elif spec.name == "tracking":
+                assert ev == [c["line"] for c in task.metadata["checkpoints"]]
+            elif spec.name == "aggregation":
+                assert all(f"region={task.metadata['region']} " in s and s.endswith("paid") for s in shown)
+            else:
+                assert shown[0].startswith("POLICY") and len(shown) == 6
+
+
+def test_narrow_searches_earn_on_the_turn_they_find_evidence(fake_factory) -> None:
+    task = multihop()
+    lines, ev, chain = doc_lines(task), task.metadata["evidence"], task.metadata["chain"]
+    doc = task.metadata["document"]
+    env = env_for(task, fake_factory)
+    infos = play(env, task, [
+        call("grep", pattern=f"service {chain[0]} forwards", path=doc, fixed_strings=True),
+        call("grep", pattern=f"service {chain[0]} forwards", path=doc, fixed_strings=True),  # repeat: nothing
+        call("grep", pattern="^NOTE: service", path="logs"),
+        call("submit", answer=task.reference.answer),
+    ])
+    n = len(ev)
+    assert [i["turn_reward"] for i in infos] == pytest.approx([W / n, 0.0, W * (n - 1) / n, 0.0])
+    final = infos[-1]
+    assert final["outcome"].grade.answer_matched and final["reward_components"]["evidence@v1"] == 1.0
+    assert final["outcome"].intermediate_expected == n
+    assert all(lines[k - 1].startswith("NOTE") for k in ev)
+    assert "after update" not in env.messages[0]["content"]  # the term has no prompt hint
+
+
+def test_the_step_reward_never_includes_the_term(fake_factory) -> None:
+    task = multihop()
+    turns = [call("grep", pattern="NOTE", path="."), call("submit", answer="wrong")]
+    on = play(env_for(task, fake_factory), task, turns)
+    off = play(ToolEnv([task], sandbox_factory=fake_factory), task, turns)
+    assert on[0]["turn_reward"] > 0 and on[-1]["reward_components"]["correctness@v1"] == 0.0
+    assert on[-1]["outcome"].failure_mode == off[-1]["outcome"].failure_mode == "wrong_answer"
+
+
+def test_forged_or_broad_views_of_the_evidence_earn_nothing(fake_factory) -> None:
+    """Exploits tried: rewrite the document with the evidence lines and read them back, print them from code,
+    read the whole document, grep a pattern matching every line, search another file holding them."""
+    task = multihop()
+    doc, lines = task.metadata["document"], doc_lines(task)
+    evidence = "\n".join(lines[n - 1] for n in task.metadata["evidence"])
+    env = env_for(task, fake_factory, code_action="python")
+    infos = play(env, task, [
+        call("write_file", path=doc, content=evidence + "\n"),
+        call("read_file", path=doc, start_line=1, end_line=MAX_LINES),
+        call("write_file", path="copy.log", content=evidence + "\n") + call("grep", pattern="NOTE", path="copy.log"),
+        f"```python\nprint({evidence!r})\n```",
+        call("read_file", path=doc, start_line=1, end_line=len(lines)),
+        call("grep", pattern=".", path=doc),
+        call("submit", answer="wrong"),
+    ])
+    assert "NOTE" in env.messages[5]["content"]  # the forged read showed the lines...
+    assert [i["turn_reward"] for i in infos] == [0.0] * 7  # ...and earned nothing
+    assert infos[-1]["reward_components"]["evidence@v1"] == 0.0
+
+
+def test_shown_lines_follows_the_tools_semantics() -> None:
+    text = "alpha\nBeta one\nbeta two\ngamma\n"
+    assert shown_lines("grep", {"pattern": "beta", "path": "d.log", "ignore_case": True}, "d.log", text) == [2, 3]
+    assert shown_lines("grep", {"pattern": "b.ta", "path": "d.log", "fixed_strings": True}, "d.log", text) == []
+    assert shown_lines("grep", {"pattern": "^[bB]eta", "path": "."}, "d.log", text) == [2, 3]
+    assert shown_lines("read_file", {"path": "d.log", "start_line": 3}, "d.log", text) == [3, 4]
+    assert shown_lines("read_file", {"path": ".", "start_line": 1}, "d.log", text) == []
+    assert shown_lines("read_file", {"path": "d.log", "start_line": "x"}, "d.log", text) == []
+    assert shown_lines("list_files", {"path": "."}, "d.log", text) == []
+
+
+def test_an_unknown_turn_term_names_the_registered_ones() -> None:
+    with pytest.raises(ConfigError, match=r"turn_term='evidence@v9'.*evidence@v1.*intermediate@v1"):
+        ToolEnv([multihop()], turn_term="evidence@v9")
