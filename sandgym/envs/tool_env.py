@@ -25,7 +25,7 @@ from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT, REWARDS, RewardCon
 from sandgym.envs.spaces import AnyText
 from sandgym.envs.tasksource import TaskSource
 from sandgym.envs.tools import Tool, ToolSet
-from sandgym.envs.turn_terms import TURN_TERMS, Turn
+from sandgym.envs.turn_terms import TURN_TERMS, Turn, TurnTermName
 from sandgym.errors import ConfigError, SandboxError
 from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox
@@ -138,7 +138,7 @@ class ToolEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         system_prompt: str | None = None,
         turn_rewards: bool = False,
-        turn_term: str = "intermediate@v1",
+        turn_term: TurnTermName = "intermediate@v1",
         test_hints: bool = True,
         require_submit: bool = False,
     ) -> None:
@@ -174,7 +174,7 @@ class ToolEnv(gym.Env[str, str]):
             raise ConfigError(f"turn_term={turn_term!r} is not a registered per-turn term; use one of "
                               f"{sorted(TURN_TERMS)}")
         self.turn_rewards = bool(turn_rewards)
-        self.turn_term = turn_term
+        self.turn_term: str = turn_term
         self._turn_spec = TURN_TERMS[turn_term]
         self._ran: list[tuple[str, dict[str, Any]]] = []
         self.test_hints = bool(test_hints)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sandgym.envs.evidence import declared_evidence, evidence_turn_v1
 from sandgym.envs.intermediate import claim_hint, declares_checkpoints, intermediate_turn_v1
 from sandgym.envs.parsing import parse_turn
 
-__all__ = ["TURN_TERMS", "Turn", "TurnTerm", "TurnTermSpec", "run_turns"]
+__all__ = ["TURN_TERMS", "Turn", "TurnTerm", "TurnTermName", "TurnTermSpec", "run_turns"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class TurnTermSpec:
     hint: Callable[[Mapping[str, Any]], str] | None = None
     """One system-prompt line for a task the term applies to (None: nothing to tell the agent)."""
 
+
+TurnTermName = Literal["intermediate@v1", "evidence@v1"]
+"""The registered names (a config's ``turn_term`` is checked against it when the config loads)."""
 
 TURN_TERMS: dict[str, TurnTermSpec] = {
     "intermediate@v1": TurnTermSpec(

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 
@@ -11,11 +12,14 @@ from sandgym.agents.scripted import call
 from sandgym.envs.evidence import MAX_LINES, shown_lines
 from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT
 from sandgym.envs.tool_env import ToolEnv
+from sandgym.envs.turn_terms import TURN_TERMS, TurnTermName
 from sandgym.errors import ConfigError
 from sandgym.tasks.suites.long_context import FAMILIES, make_family
 from sandgym.tasks.task import Task
+from sandgym.train.config import load_config
 
 W = INTERMEDIATE_DEFAULT_WEIGHT
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def multihop(tokens: int = 1024) -> Task:
@@ -122,5 +126,9 @@ def test_shown_lines_follows_the_tools_semantics() -> None:
 
 
 def test_an_unknown_turn_term_names_the_registered_ones() -> None:
+    assert set(get_args(TurnTermName)) == set(TURN_TERMS)
     with pytest.raises(ConfigError, match=r"turn_term='evidence@v9'.*evidence@v1.*intermediate@v1"):
-        ToolEnv([multihop()], turn_term="evidence@v9")
+        ToolEnv([multihop()], turn_term="evidence@v9")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"turn_term.*evidence@v9"):  # a training config fails when it loads
+        load_config(str(EXAMPLES / "long_context_lengths.toml"),
+                    ['rollout.env_kwargs={turn_rewards=true, turn_term="evidence@v9"}'])
