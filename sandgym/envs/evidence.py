@@ -11,9 +11,10 @@ Rules of ``evidence@v1`` (one turn; ``calls`` are the tool calls that ran in it)
 - only ``grep`` and ``read_file`` calls on the document count (``grep``'s path is the document or a folder holding
   it); what a call showed is recomputed from the task's **pristine** document, never read from the observation, so
   rewriting the workspace file or printing guessed lines from code earns nothing;
-- a call counts only when it shows at most :data:`MAX_LINES` lines of the document (``grep``: every line it
-  matches; ``read_file``: its line range), so listing the whole document, or a pattern matching most of it, earns
-  nothing: the credit is for a search narrow enough to find the line;
+- a turn counts only when its calls together show at most :data:`MAX_LINES` lines of the document (``grep``: every
+  line it matches; ``read_file``: its line range), so listing the whole document, a pattern matching most of it,
+  or many narrow calls paging through it in one turn earn nothing: the credit is for a search narrow enough to
+  find the line;
 - each evidence line earns ``1 / len(evidence)`` the first time a counted call shows it; later showings earn
   nothing; an episode's credits therefore sum to (evidence lines found) / (evidence lines declared), in [0, 1].
 - ``grep`` patterns are matched here as Python regular expressions (``fixed_strings``: plain substrings;
@@ -33,7 +34,7 @@ from typing import Any
 __all__ = ["MAX_LINES", "declared_evidence", "evidence_turn_v1", "shown_lines"]
 
 MAX_LINES = 20
-"""A call showing more lines of the document than this earns no evidence credit."""
+"""A turn whose calls show more lines of the document than this earns no evidence credit."""
 
 
 def declared_evidence(metadata: Mapping[str, Any]) -> int:
@@ -98,7 +99,8 @@ def shown_lines(name: str, arguments: Mapping[str, Any], document: str, text: st
 
 def evidence_turn_v1(calls: Sequence[tuple[str, Mapping[str, Any]]], metadata: Mapping[str, Any],
                      files: Mapping[str, str], decided: Mapping[int, bool]) -> tuple[float, dict[int, bool]]:
-    """Credit of one turn: ``1/len(evidence)`` per evidence line first shown by a narrow enough call (module doc).
+    """Credit of one turn: ``1/len(evidence)`` per evidence line it first shows, if its calls show few enough lines
+    of the document (module doc).
 
     >>> meta = {"document": "d.log", "evidence": [2, 4]}
     >>> files = {"d.log": "a\\nERROR tx1 E1\\nb\\nERROR tx2 E2\\n"}
@@ -113,9 +115,8 @@ def evidence_turn_v1(calls: Sequence[tuple[str, Mapping[str, Any]]], metadata: M
     if not total or text is None:
         return 0.0, {}
     evidence = {int(n) for n in metadata["evidence"]}
-    new: dict[int, bool] = {}
-    for name, arguments in calls:
-        shown = shown_lines(name, arguments, document, text)
-        if 0 < len(shown) <= MAX_LINES:
-            new.update({n: True for n in shown if n in evidence and n not in decided})
+    shown = {n for name, arguments in calls for n in shown_lines(name, arguments, document, text)}
+    if len(shown) > MAX_LINES:
+        return 0.0, {}
+    new = {n: True for n in sorted(shown & evidence) if n not in decided}
     return len(new) / total, new

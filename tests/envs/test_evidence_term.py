@@ -95,7 +95,8 @@ def test_the_step_reward_never_includes_the_term(fake_factory) -> None:
 
 def test_forged_or_broad_views_of_the_evidence_earn_nothing(fake_factory) -> None:
     """Exploits tried: rewrite the document with the evidence lines and read them back, print them from code,
-    read the whole document, grep a pattern matching every line, search another file holding them."""
+    read the whole document, grep a pattern matching every line, search another file holding them, page through
+    the whole document with many narrow reads in one turn."""
     task = multihop()
     doc, lines = task.metadata["document"], doc_lines(task)
     evidence = "\n".join(lines[n - 1] for n in task.metadata["evidence"])
@@ -107,10 +108,11 @@ def test_forged_or_broad_views_of_the_evidence_earn_nothing(fake_factory) -> Non
         f"```python\nprint({evidence!r})\n```",
         call("read_file", path=doc, start_line=1, end_line=len(lines)),
         call("grep", pattern=".", path=doc),
+        "".join(call("read_file", path=doc, start_line=k, end_line=k + 9) for k in range(1, len(lines), 10)),
         call("submit", answer="wrong"),
     ])
     assert "NOTE" in env.messages[5]["content"]  # the forged read showed the lines...
-    assert [i["turn_reward"] for i in infos] == [0.0] * 7  # ...and earned nothing
+    assert [i["turn_reward"] for i in infos] == [0.0] * 8  # ...and earned nothing
     assert infos[-1]["reward_components"]["evidence@v1"] == 0.0
 
 
