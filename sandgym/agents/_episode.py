@@ -195,7 +195,8 @@ class Episode:
             verdict = {"success": False, "infra_failure": infra,
                        "failure_mode": "infra" if infra else "budget" if self.truncation_reason else ""}
         meta: dict[str, Any] = {"seed": self.seed, "truncated_turns": self.truncated_turns}
-        if any(self.turn_rewards[:-1]) and len(self.turn_rewards) == len(self.turns):
+        paid = any(self.turn_rewards[:-1]) or self.turn_rewards[-1:] != [self.reward]  # a term paid on any turn
+        if paid and len(self.turn_rewards) == len(self.turns):
             meta["turn_rewards"] = list(self.turn_rewards)
         if self.infra_error:
             meta["infra_error"] = self.infra_error

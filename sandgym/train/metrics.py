@@ -43,6 +43,9 @@ def step_metrics(
         "perf/step_s": t_total,
         "perf/tokens_per_s": gen_tokens / max(t_roll, 1e-9),
     }
+    paid = [sum(t.metadata["turn_rewards"]) - t.reward for t in valid if "turn_rewards" in t.metadata]
+    if paid:  # the per-turn terms the env paid (e.g. evidence@v1, weighted), per valid episode
+        m["rollout/turn_reward_mean"] = float(np.sum(paid)) / len(valid)
     m.update(loss_metrics(stats))
     for domain in sorted({t.domain for t in trajs}):
         ds = [t for t in valid if t.domain == domain]

@@ -8,6 +8,8 @@ from typing import Any, get_args
 
 import pytest
 
+from sandgym.agents.policy import ScriptedPolicy
+from sandgym.agents.rollout import RolloutConfig, rollout
 from sandgym.agents.scripted import call
 from sandgym.envs.evidence import MAX_LINES, shown_lines
 from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT
@@ -16,7 +18,10 @@ from sandgym.envs.turn_terms import TURN_TERMS, TurnTermName
 from sandgym.errors import ConfigError
 from sandgym.tasks.suites.long_context import FAMILIES, make_family
 from sandgym.tasks.task import Task
+from sandgym.train.advantages import turn_rewards
 from sandgym.train.config import load_config
+from sandgym.train.domains import DomainMixer
+from sandgym.train.metrics import step_metrics
 
 W = INTERMEDIATE_DEFAULT_WEIGHT
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -134,3 +139,28 @@ def test_an_unknown_turn_term_names_the_registered_ones() -> None:
     with pytest.raises(ConfigError, match=r"turn_term.*evidence@v9"):  # a training config fails when it loads
         load_config(str(EXAMPLES / "long_context_lengths.toml"),
                     ['rollout.env_kwargs={turn_rewards=true, turn_term="evidence@v9"}'])
+
+
+class _OneTurnAgent:
+    """Greps the chain's first link and submits the right answer in the same turn."""
+
+    def reset(self, task: Task) -> None:
+        self.task = task
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        first = self.task.metadata["chain"][0]
+        return (call("grep", pattern=f"service {first} forwards", path=self.task.metadata["document"])
+                + call("submit", answer=self.task.reference.answer))
+
+
+def test_credit_paid_on_the_last_turn_reaches_the_trajectory(fake_factory) -> None:
+    """A term paid only on the episode's last turn is kept (per-step advantages would otherwise drop it)."""
+    task = multihop()
+    cfg = RolloutConfig(max_new_tokens=256, max_total_tokens=100_000, max_turns=4, seed=0)
+    (traj,) = rollout(ScriptedPolicy(_OneTurnAgent), lambda: env_for(task, fake_factory), [task], config=cfg)
+    assert traj.success and traj.num_turns == 1
+    assert traj.metadata["turn_rewards"] == pytest.approx([traj.reward + W / len(task.metadata["evidence"])])
+    assert turn_rewards(traj) == traj.metadata["turn_rewards"]
+    mixer = DomainMixer(tasks={"long_context": [task]}, weights={"long_context": 1.0})
+    m = step_metrics(1, [traj], [traj], None, 1.0, 1.0, mixer)
+    assert m["rollout/turn_reward_mean"] == pytest.approx(W / len(task.metadata["evidence"]))
