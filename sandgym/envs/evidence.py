@@ -18,7 +18,8 @@ Rules of ``evidence@v1`` (one turn; ``calls`` are the tool calls that ran in it)
 - each evidence line earns ``1 / len(evidence)`` the first time a counted call shows it; later showings earn
   nothing; an episode's credits therefore sum to (evidence lines found) / (evidence lines declared), in [0, 1].
 - ``grep`` patterns are matched here as Python regular expressions (``fixed_strings``: plain substrings;
-  ``ignore_case`` honoured); a pattern Python cannot compile earns nothing.
+  ``ignore_case`` honoured); a pattern Python cannot compile, or one that takes longer than
+  :data:`PATTERN_BUDGET_S` over the document, earns nothing.
 
 The term rewards seeing the evidence, not answering: correctness still needs a submitted right answer, and the
 term's weight (the reward weights' ``evidence@v1``, default 0.2) stays small next to it. Changing any of this means
@@ -27,14 +28,21 @@ registering ``evidence@v2`` with golden turn cases (``sandgym/envs/golden/multih
 
 from __future__ import annotations
 
-import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["MAX_LINES", "declared_evidence", "evidence_turn_v1", "shown_lines"]
+import regex
+
+from sandgym.envs.builtin_tools import READ_PAGE_LINES
+
+__all__ = ["MAX_LINES", "PATTERN_BUDGET_S", "declared_evidence", "evidence_turn_v1", "shown_lines"]
 
 MAX_LINES = 20
 """A turn whose calls show more lines of the document than this earns no evidence credit."""
+PATTERN_BUDGET_S = 0.5
+"""Time one grep pattern may take over the document here (the agent writes it: a pattern that backtracks
+catastrophically earns nothing instead of stalling the env)."""
 
 
 def declared_evidence(metadata: Mapping[str, Any]) -> int:
@@ -61,17 +69,19 @@ def _grep_lines(arguments: Mapping[str, Any], lines: Sequence[str]) -> list[int]
         needle = pattern.lower() if fold else pattern
         return [n for n, line in enumerate(lines, 1) if needle in (line.lower() if fold else line)]
     try:
-        rx = re.compile(pattern, re.IGNORECASE if fold else 0)
-    except re.error:
+        rx = regex.compile(pattern, regex.IGNORECASE if fold else 0)
+        deadline = time.monotonic() + PATTERN_BUDGET_S
+        return [n for n, line in enumerate(lines, 1)
+                if rx.search(line, timeout=max(deadline - time.monotonic(), 1e-6))]
+    except (regex.error, TimeoutError):
         return []
-    return [n for n, line in enumerate(lines, 1) if rx.search(line)]
 
 
 def _read_lines(arguments: Mapping[str, Any], total: int) -> list[int]:
     try:
         start = int(arguments.get("start_line", 1))
         end = arguments.get("end_line")
-        last = min(total, int(end) if end is not None else start + 199)
+        last = min(total, int(end) if end is not None else start + READ_PAGE_LINES - 1)
     except (TypeError, ValueError):
         return []
     return list(range(max(start, 1), last + 1)) if start >= 1 else []

@@ -130,6 +130,14 @@ def test_shown_lines_follows_the_tools_semantics() -> None:
     assert shown_lines("read_file", {"path": ".", "start_line": 1}, "d.log", text) == []
     assert shown_lines("read_file", {"path": "d.log", "start_line": "x"}, "d.log", text) == []
     assert shown_lines("list_files", {"path": "."}, "d.log", text) == []
+    assert shown_lines("grep", {"pattern": "(", "path": "d.log"}, "d.log", text) == []  # not a regex: nothing
+
+
+def test_a_catastrophic_pattern_earns_nothing_and_returns(monkeypatch) -> None:
+    """An agent-written pattern that backtracks exponentially is cut off at the budget, not run to the end."""
+    monkeypatch.setattr("sandgym.envs.evidence.PATTERN_BUDGET_S", 0.05)
+    text = "a" * 60 + "!\n"
+    assert shown_lines("grep", {"pattern": r"^(a|aa)+$", "path": "d.log"}, "d.log", text) == []
 
 
 def test_an_unknown_turn_term_names_the_registered_ones() -> None:
