@@ -16,6 +16,8 @@ __all__ = ["BUILTIN_TOOLS", "builtin_tools", "format_exec"]
 
 READ_PAGE_LINES = 200
 GREP_MAX_MATCHES = 50
+GREP_LINE_CHARS = 300
+"""A grep match line longer than this is shown cut, ending in ' ...'."""
 
 
 def format_exec(result: ExecResult) -> str:
@@ -150,7 +152,8 @@ def grep(ctx: ToolContext, pattern: str, path: str = ".", fixed_strings: bool = 
     if result.exit_code != 0:
         raise ToolError(f"grep failed: {result.stderr.strip() or result.exit_code}")
     lines = [re.sub(r"^\./", "", line) for line in result.stdout.splitlines()]
-    out = "\n".join(line if len(line) <= 300 else line[:300] + " ..." for line in lines[:GREP_MAX_MATCHES])
+    out = "\n".join(line if len(line) <= GREP_LINE_CHARS else line[:GREP_LINE_CHARS] + " ..."
+                    for line in lines[:GREP_MAX_MATCHES])
     if len(lines) > GREP_MAX_MATCHES:
         out += f"\n[{len(lines) - GREP_MAX_MATCHES}+ more matches; narrow the pattern or the path]"
     return out

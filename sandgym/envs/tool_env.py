@@ -176,7 +176,7 @@ class ToolEnv(gym.Env[str, str]):
         self.turn_rewards = bool(turn_rewards)
         self.turn_term: str = turn_term
         self._turn_spec = TURN_TERMS[turn_term]
-        self._ran: list[tuple[str, dict[str, Any]]] = []
+        self._ran: list[tuple[str, dict[str, Any], str]] = []
         self.test_hints = bool(test_hints)
         self.require_submit = bool(require_submit)
         self._decided: dict[int, bool] = {}
@@ -394,7 +394,7 @@ class ToolEnv(gym.Env[str, str]):
             if not result.ok:
                 self._counts.tool_errors += 1
             elif not call.code_action:
-                self._ran.append((call.name, dict(call.arguments)))
+                self._ran.append((call.name, dict(call.arguments), result.content))
             self._track_testing(ctx, call.name)
             content = result.content
             if self.test_hints and call.code_action and call.name == "run_tests" and ctx.visible_results:

@@ -8,7 +8,8 @@ items a task offers it (0: the term does not apply to that task) and, optionally
 - ``evidence@v1`` (``sandgym.envs.evidence``): a search narrow enough to show the question's evidence lines.
 
 Terms are versioned like rewards: golden turn cases (``"turn_cases"`` in ``sandgym/envs/golden/*.json``: metadata,
-optional files, turn texts, expected credit per turn) are replayed by ``sandgym rewards check``.
+optional files, turns as :func:`as_turn` reads them, expected credit per turn) are replayed by ``sandgym rewards
+check``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sandgym.envs.evidence import declared_evidence, evidence_turn_v1
 from sandgym.envs.intermediate import claim_hint, declares_checkpoints, intermediate_turn_v1
 from sandgym.envs.parsing import parse_turn
 
-__all__ = ["TURN_TERMS", "Turn", "TurnTerm", "TurnTermName", "TurnTermSpec", "run_turns"]
+__all__ = ["TURN_TERMS", "Turn", "TurnTerm", "TurnTermName", "TurnTermSpec", "as_turn", "run_turns"]
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,8 @@ class Turn:
     """One agent turn as a per-turn term sees it."""
 
     text: str
-    calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
-    """``(tool name, arguments)`` of each call that ran without error, in order."""
+    calls: tuple[tuple[str, Mapping[str, Any], str], ...] = ()
+    """``(tool name, arguments, output)`` of each call that ran without error, in order."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     files: Mapping[str, str] = field(default_factory=dict)
     """The task's files as the task defines them (never the workspace's current state)."""
@@ -64,15 +65,23 @@ TURN_TERMS: dict[str, TurnTermSpec] = {
 }
 
 
-def run_turns(term: TurnTerm, texts: Sequence[str], metadata: Mapping[str, Any],
+def as_turn(turn: str | Mapping[str, Any], metadata: Mapping[str, Any], files: Mapping[str, str]) -> Turn:
+    """A golden case's turn: a text (its ``<tool_call>`` JSON calls taken as having run with no output) or
+    ``{"text": ..., "calls": [[name, arguments, output], ...]}`` (the calls that ran and what they returned)."""
+    if isinstance(turn, str):
+        return Turn(turn, tuple((c.name, c.arguments, "") for c in parse_turn(turn).calls), metadata, files)
+    calls = tuple((str(name), dict(args), str(output)) for name, args, output in turn.get("calls", ()))
+    return Turn(str(turn.get("text", "")), calls, metadata, files)
+
+
+def run_turns(term: TurnTerm, turns: Sequence[str | Mapping[str, Any]], metadata: Mapping[str, Any],
               files: Mapping[str, str] | None = None) -> list[float]:
-    """Credits of a sequence of turns, threading the decided items (the golden check and tests); each text's
-    ``<tool_call>`` JSON calls are taken as having run."""
+    """Credits of a sequence of turns (each as :func:`as_turn` reads it), threading the decided items (the golden
+    check, tests and studies that replay recorded episodes)."""
     decided: dict[int, bool] = {}
     out = []
-    for text in texts:
-        calls = tuple((c.name, c.arguments) for c in parse_turn(text).calls)
-        credit, new = term(Turn(text, calls, metadata, files or {}), decided)
+    for turn in turns:
+        credit, new = term(as_turn(turn, metadata, files or {}), decided)
         decided.update(new)
         out.append(float(credit))
     return out

@@ -11,6 +11,7 @@ import pytest
 from sandgym.agents.policy import ScriptedPolicy
 from sandgym.agents.rollout import RolloutConfig, rollout
 from sandgym.agents.scripted import call
+from sandgym.envs.builtin_tools import GREP_LINE_CHARS
 from sandgym.envs.evidence import MAX_LINES, shown_lines
 from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT
 from sandgym.envs.tool_env import ToolEnv
@@ -121,23 +122,22 @@ def test_forged_or_broad_views_of_the_evidence_earn_nothing(fake_factory) -> Non
     assert infos[-1]["reward_components"]["evidence@v1"] == 0.0
 
 
-def test_shown_lines_follows_the_tools_semantics() -> None:
-    text = "alpha\nBeta one\nbeta two\ngamma\n"
-    assert shown_lines("grep", {"pattern": "beta", "path": "d.log", "ignore_case": True}, "d.log", text) == [2, 3]
-    assert shown_lines("grep", {"pattern": "b.ta", "path": "d.log", "fixed_strings": True}, "d.log", text) == []
-    assert shown_lines("grep", {"pattern": "^[bB]eta", "path": "."}, "d.log", text) == [2, 3]
-    assert shown_lines("read_file", {"path": "d.log", "start_line": 3}, "d.log", text) == [3, 4]
-    assert shown_lines("read_file", {"path": ".", "start_line": 1}, "d.log", text) == []
-    assert shown_lines("read_file", {"path": "d.log", "start_line": "x"}, "d.log", text) == []
-    assert shown_lines("list_files", {"path": "."}, "d.log", text) == []
-    assert shown_lines("grep", {"pattern": "(", "path": "d.log"}, "d.log", text) == []  # not a regex: nothing
-
-
-def test_a_catastrophic_pattern_earns_nothing_and_returns(monkeypatch) -> None:
-    """An agent-written pattern that backtracks exponentially is cut off at the budget, not run to the end."""
-    monkeypatch.setattr("sandgym.envs.evidence.PATTERN_BUDGET_S", 0.05)
-    text = "a" * 60 + "!\n"
-    assert shown_lines("grep", {"pattern": r"^(a|aa)+$", "path": "d.log"}, "d.log", text) == []
+def test_shown_lines_reads_the_tools_output_and_checks_it_against_the_pristine_document() -> None:
+    pristine = ["alpha", "Beta one", "beta two", "gamma"]
+    grep = "d.log:2:Beta one\nd.log:3:beta two\nother.log:1:gamma"
+    assert shown_lines("grep", {"pattern": "beta", "ignore_case": True}, grep, "d.log", pristine) == (2, {2, 3})
+    assert shown_lines("grep", {}, "d.log:3:beta TWO", "d.log", pristine) == (1, set())  # not the pristine text
+    assert shown_lines("grep", {}, "d.log:9:beta two", "d.log", pristine) == (1, set())  # no such line
+    assert shown_lines("grep", {}, "[no matches for 'x' under d.log]", "d.log", pristine) == (0, set())
+    page = "[d.log: lines 3-4 of 4]\n3| beta two\n4| gamma"
+    assert shown_lines("read_file", {"path": "d.log"}, page, "d.log", pristine) == (2, {3, 4})
+    assert shown_lines("read_file", {"path": "copy.log"}, page, "d.log", pristine) == (0, set())
+    assert shown_lines("read_file", {"path": 7}, page, "d.log", pristine) == (0, set())
+    assert shown_lines("python", {"code": "print(1)"}, grep, "d.log", pristine) == (0, set())
+    long = "x" * 400
+    cut = "d.log:1:" + long[: GREP_LINE_CHARS - len("d.log:1:")] + " ..."  # the grep tool shortens long lines
+    assert shown_lines("grep", {}, cut, "d.log", [long]) == (1, {1})
+    assert shown_lines("grep", {}, "d.log:1:xx ...", "d.log", [long]) == (1, set())  # only the tool's own cut
 
 
 def test_an_unknown_turn_term_names_the_registered_ones() -> None:
