@@ -14,6 +14,7 @@ check``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,7 +23,7 @@ from sandgym.envs.evidence import declared_evidence, evidence_turn_v1
 from sandgym.envs.intermediate import claim_hint, declares_checkpoints, intermediate_turn_v1
 from sandgym.envs.parsing import parse_turn
 
-__all__ = ["TURN_TERMS", "Turn", "TurnTerm", "TurnTermName", "TurnTermSpec", "as_turn", "run_turns"]
+__all__ = ["TURN_TERMS", "Turn", "TurnTerm", "TurnTermName", "TurnTermSpec", "as_turn", "recorded_calls", "run_turns"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,25 @@ def as_turn(turn: str | Mapping[str, Any], metadata: Mapping[str, Any], files: M
         return Turn(turn, tuple((c.name, c.arguments, "") for c in parse_turn(turn).calls), metadata, files)
     calls = tuple((str(name), dict(args), str(output)) for name, args, output in turn.get("calls", ()))
     return Turn(str(turn.get("text", "")), calls, metadata, files)
+
+
+_RESPONSE = re.compile(r"<tool_response>\n(.*?)\n</tool_response>", re.S)
+
+
+def recorded_calls(text: str, observation: str) -> tuple[tuple[str, dict[str, Any], str], ...] | None:
+    """The calls that ran in a recorded ``ToolEnv`` turn, with their outputs: the turn text's ``<tool_call>`` calls
+    paired with the observation's ``<tool_response>`` blocks (an ``Error:`` block is a call that failed). None when
+    they cannot be paired (a call refused before it ran leaves no block), so a study can count such turns apart.
+
+    >>> recorded_calls('<tool_call>{"name": "grep", "arguments": {"pattern": "x"}}</tool_call>',
+    ...                '<tool_response>\nd.log:3:x\n</tool_response>')
+    (('grep', {'pattern': 'x'}, 'd.log:3:x'),)
+    """
+    calls, outputs = parse_turn(text).calls, _RESPONSE.findall(observation)
+    if len(calls) != len(outputs):
+        return None
+    return tuple((c.name, dict(c.arguments), out) for c, out in zip(calls, outputs, strict=True)
+                 if not out.startswith("Error:"))
 
 
 def run_turns(term: TurnTerm, turns: Sequence[str | Mapping[str, Any]], metadata: Mapping[str, Any],

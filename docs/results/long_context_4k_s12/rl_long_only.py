@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandgym.envs.turn_terms import TURN_TERMS, run_turns
+from sandgym.envs.turn_terms import TURN_TERMS, recorded_calls, run_turns
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.evaluate.metrics import format_interval, format_p
@@ -58,8 +58,9 @@ def evidence_found(rows: list[EpisodeRow], tasks: dict[str, Any]) -> float | Non
         task = tasks.get(r.task_id)
         if task is None or not term.items(task.metadata) or not r.trajectory:
             continue
-        texts = [str(t.get("text", "")) for t in r.trajectory.get("turns", [])]
-        shares.append(sum(run_turns(term.credit, texts, task.metadata, task.files)))
+        turns = [{"text": t["text"], "calls": recorded_calls(t["text"], t["observation"]) or ()}
+                 for t in r.trajectory.get("turns", [])]
+        shares.append(sum(run_turns(term.credit, turns, task.metadata, task.files)))
     return sum(shares) / len(shares) if shares else None
 
 
