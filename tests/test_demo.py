@@ -219,3 +219,25 @@ def test_track_rows_leave_test_run_behaviours_out_where_the_agent_cannot_run_tes
     # columns: track, policy, trained, unseen, first attempt pass, recovery, verify before submit, valid calls, ...
     assert lc[1][4] == "n/a" and lc[1][6] == "n/a" and lc[3][6] == "n/a" and lc[1][7].startswith("0.500")
     assert tf[1][4].startswith("0.500") and tf[3][6].startswith("+0.500")
+
+
+def test_long_context_behaviour_table_shows_evidence_found_when_the_tasks_declare_it(tmp_path):
+    from dataclasses import replace as dc_replace
+
+    from sandgym.envs.outcome import Actions, EpisodeOutcome
+    from sandgym.experiments.demo import TRACKS, behaviour_table
+
+    def with_evidence(rows: list[EpisodeRow], found: int) -> list[EpisodeRow]:
+        actions = Actions(turns=2, submitted=True, tool_calls=2, evidence_found=found, evidence_declared=2)
+        outcome = EpisodeOutcome(task_id="t", domain="long_context", family="needle", actions=actions)
+        return [dc_replace(r, trajectory={"outcome": outcome.to_dict()}) for r in rows]
+
+    cfg = eval_config(load_config(str(TRACKS["long_context"])), tmp_path, n_tasks=10, samples=2, seeds=1)
+    rows = {"base": with_evidence(_lc_rows({1024: 0.0}), 0), "sft": with_evidence(_lc_rows({1024: 0.3}), 1),
+            "sft_rl": with_evidence(_lc_rows({1024: 0.6}), 2)}
+    for name in rows:
+        (tmp_path / name).mkdir()
+    _, metrics = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
+    table = behaviour_table(cfg, metrics)
+    assert table is not None and "| turns | evidence found |" in table.markdown()
+    assert "| RL over SFT (paired) |" in table.markdown() and "+0.500" in table.markdown()

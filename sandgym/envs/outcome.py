@@ -92,6 +92,11 @@ class Actions:
     """Did every visible test pass on the last run (None: the tests were never run)."""
     tested_before_submit: bool = False
     """The agent submitted code that it had run the visible tests on (no change to the workspace since)."""
+    evidence_declared: int = 0
+    """Evidence lines the task declares (``metadata["evidence"]``; 0 for tasks without a document)."""
+    evidence_found: int = 0
+    """Of those, the lines a narrow search showed, by ``evidence@v1``'s rules (counted whether or not the term is
+    paid; ``sandgym.envs.evidence``)."""
 
     @property
     def format_errors(self) -> int:

@@ -18,6 +18,7 @@ import gymnasium as gym
 
 from sandgym.envs.builtin_tools import builtin_tools
 from sandgym.envs.context import ToolContext
+from sandgym.envs.evidence import declared_evidence, evidence_turn_v1
 from sandgym.envs.grading import grade
 from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
 from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall, parse_turn
@@ -62,6 +63,8 @@ class _Counts:
     first_test_passed: bool | None = None
     last_test_passed: bool | None = None
     tested_before_submit: bool = False
+    evidence_declared: int = 0
+    evidence_found: int = 0
 
 
 TEST_HINTS = {True: "All visible tests pass. Reply SUBMIT to submit.",
@@ -180,6 +183,7 @@ class ToolEnv(gym.Env[str, str]):
         self.test_hints = bool(test_hints)
         self.require_submit = bool(require_submit)
         self._decided: dict[int, bool] = {}
+        self._seen: dict[int, bool] = {}
         self.observation_space = AnyText()
         self.action_space = AnyText()
         self.messages: list[dict[str, Any]] = []
@@ -263,6 +267,8 @@ class ToolEnv(gym.Env[str, str]):
         self._start = time.monotonic()
         self._decided = {}
         self._ran = []
+        self._seen = {}
+        self._counts.evidence_declared = declared_evidence(task.metadata)
         system = self.system_prompt(task)
         if self.turn_rewards and self._turn_spec.hint is not None and self._turn_spec.items(task.metadata):
             system += "\n" + self._turn_spec.hint(task.metadata)
@@ -301,6 +307,7 @@ class ToolEnv(gym.Env[str, str]):
             log.exception("ToolEnv.step failed on task %s", ctx.task.id)
             infra = f"internal error: {type(exc).__name__}: {exc}"
         self._env_s += time.monotonic() - began
+        self._count_evidence(ctx.task)
         self._obs_chars += sum(len(m["content"]) for m in new)
         truncation = "infra" if infra else self._budget_exhausted(ctx)
         terminated = infra is None and ctx.submitted is not None
@@ -405,6 +412,13 @@ class ToolEnv(gym.Env[str, str]):
         if errors:
             new.append({"role": "user", "content": "\n".join(f"Error: {e.message}" for e in errors)})
         return calls, errors
+
+    def _count_evidence(self, task: Task) -> None:
+        """``Actions.evidence_found``: the evidence lines this turn's calls showed, by ``evidence@v1``'s rules."""
+        if self._counts.evidence_declared:
+            _, new = evidence_turn_v1(self._ran, task.metadata, task.files, self._seen)
+            self._seen.update(new)
+            self._counts.evidence_found = len(self._seen)
 
     def _turn_weight(self) -> float:
         return float(self.reward_config.weights.get(self.turn_term, INTERMEDIATE_DEFAULT_WEIGHT))

@@ -12,7 +12,9 @@ like completion (``metrics.json`` key ``behaviour``), and compared paired over t
 - ``submitted``: the agent submitted (rather than running out of turns);
 - ``valid_call_rate``: one minus the format errors per turn (malformed, unknown tool, bad arguments, no call; at
   least 0): the share of turns with a parseable, schema-valid call or code action when a turn has one error at most;
-- ``turns``: model turns per episode.
+- ``turns``: model turns per episode;
+- ``evidence_found``: the share of the task's evidence lines (long-context tasks' ``metadata["evidence"]``) a narrow
+  search showed (``evidence@v1``'s rules, counted whether or not the term was paid); None for other tasks.
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ def _turns(r: EpisodeRow) -> float | None:
     return float(r.turns)
 
 
+def _evidence(r: EpisodeRow) -> float | None:
+    a = actions_of(r)
+    declared = int(a.get("evidence_declared") or 0)
+    return int(a.get("evidence_found") or 0) / declared if declared else None
+
+
 BEHAVIOURS: dict[str, Callable[[EpisodeRow], float | None]] = {
     "first_attempt_pass": _first_pass,
     "recovery": _recovery,
@@ -79,6 +87,7 @@ BEHAVIOURS: dict[str, Callable[[EpisodeRow], float | None]] = {
     "submitted": _submitted,
     "valid_call_rate": _valid_calls,
     "turns": _turns,
+    "evidence_found": _evidence,
 }
 
 

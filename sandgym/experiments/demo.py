@@ -66,7 +66,7 @@ QUICK: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {"long_context": (("
 UNSEEN_CODING = "coding/parsing:heldout"
 """The unseen family added to a coding track's evaluation (a domain suite's heldout split has its own)."""
 BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing", "submitted",
-              "valid_call_rate", "turns")
+              "valid_call_rate", "turns", "evidence_found")
 """Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
 
 
@@ -171,7 +171,9 @@ def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
     def traps(name: str) -> str:
         return format_interval((metrics[name].get("traps") or {}).get("trap_failure_rate"))
 
-    shown = BEHAVIOURS if runs_tests(cfg.rollout) else tuple(b for b in BEHAVIOURS if b not in TEST_BEHAVIOURS)
+    searched = any("evidence_found" in metrics[name].get("behaviour", {}) for name, _ in POLICIES)
+    shown = tuple(b for b in BEHAVIOURS if (runs_tests(cfg.rollout) or b not in TEST_BEHAVIOURS)
+                  and (searched or b != "evidence_found"))  # evidence: only for tasks that declare it
     rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in shown), traps(name))
             for name, label in POLICIES]
     gains = metrics["rl_vs_sft"].get("behaviour_gain") or {}

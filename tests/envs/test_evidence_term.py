@@ -12,7 +12,7 @@ from sandgym.agents.policy import ScriptedPolicy
 from sandgym.agents.rollout import RolloutConfig, rollout
 from sandgym.agents.scripted import call
 from sandgym.envs.builtin_tools import GREP_LINE_CHARS
-from sandgym.envs.evidence import MAX_LINES, shown_lines
+from sandgym.envs.evidence import MAX_LINES, declared_evidence, shown_lines
 from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT
 from sandgym.envs.tool_env import ToolEnv
 from sandgym.envs.turn_terms import TURN_TERMS, TurnTermName
@@ -172,3 +172,21 @@ def test_credit_paid_on_the_last_turn_reaches_the_trajectory(fake_factory) -> No
     mixer = DomainMixer(tasks={"long_context": [task]}, weights={"long_context": 1.0})
     m = step_metrics(1, [traj], [traj], None, 1.0, 1.0, mixer)
     assert m["rollout/turn_reward_mean"] == pytest.approx(W / len(task.metadata["evidence"]))
+
+
+def test_every_episode_counts_the_evidence_it_found_even_when_the_term_is_not_paid(fake_factory) -> None:
+    """``Actions.evidence_found`` / ``evidence_declared``: the behaviour metric behind ``evidence_found``."""
+    task = multihop()
+    chain, doc, n = task.metadata["chain"], task.metadata["document"], len(task.metadata["evidence"])
+    env = ToolEnv([task], sandbox_factory=fake_factory)  # no per-turn reward
+    infos = play(env, task, [
+        call("grep", pattern=f"service {chain[0]} forwards", path=doc, fixed_strings=True),
+        call("grep", pattern="NOTE", path=doc, fixed_strings=True, ignore_case=False),
+        call("submit", answer="wrong"),
+    ])
+    assert "turn_reward" not in infos[0]
+    assert infos[0]["actions"].evidence_found == 1 and infos[0]["actions"].evidence_declared == n
+    actions = infos[-1]["outcome"].actions
+    assert (actions.evidence_found, actions.evidence_declared) == (n, n)
+    plain = make_family("needle")("train", 1, 0, 1, tokens=1024, placement="inline")[0]
+    assert declared_evidence(plain.metadata) == 0  # an inline document is not searched: nothing declared

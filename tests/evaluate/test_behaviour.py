@@ -84,3 +84,19 @@ def test_completion_per_document_length_in_metrics_and_report():
     assert "## By document length" in text and "| 4K | 0.500" in text and "| +1.000" in text and "| 4K+ | 0.250" in text
     assert "No task in these suites has a document" in markdown({**aggregate(rows[:0] + [row("a", solved=True,
         first=True, verified=True)], samples=1), "policy": {"spec": "x"}})
+
+
+def test_evidence_found_applies_only_to_tasks_that_declare_evidence():
+    def lc(task: str, found: int, declared: int, sample: int = 0) -> EpisodeRow:
+        r = row(task, solved=False, first=None, verified=False, sample=sample)
+        outcome = EpisodeOutcome.from_dict(r.trajectory["outcome"])
+        actions = Actions(turns=2, submitted=True, evidence_found=found, evidence_declared=declared)
+        return EpisodeRow(**{**vars(r), "trajectory": {"outcome": {**outcome.to_dict(),
+                                                                     "actions": vars(actions)}}})
+
+    rows = [lc("a", 1, 4), lc("a", 3, 4, sample=1), lc("b", 2, 2), lc("c", 0, 0)]
+    m = behaviour(rows)
+    assert m["evidence_found"]["value"] == pytest.approx((0.25 + 0.75 + 1.0) / 3)
+    assert m["evidence_found"]["episodes"] == 3  # task c declares none: not counted
+    gains = behaviour_gains(rows, [lc("a", 0, 4), lc("b", 1, 2)])
+    assert gains["evidence_found"]["diff"]["value"] == pytest.approx((0.5 + 0.5) / 2)

@@ -91,6 +91,8 @@ def lc_task(
                   f"read_file or search it with grep.\n\nQuestion: {question}\nSubmit only the answer.")
     meta = {"placement": placement, "tokens": len(doc) // CHARS_PER_TOKEN, "document": path, "seed": seed}
     meta.update(metadata or {})
+    if placement == "inline":  # nothing to search: the evidence lines are in the prompt
+        meta.pop("evidence", None)
     # A document length or placement asked for explicitly is part of the id: the same question at 1K and 8K tokens
     # are two tasks (an evaluation over several lengths keeps every one), while the default ids stay as they were.
     chosen = "".join(f"-{k}{v}" for k, v in (("t", explicit_tokens), ("", explicit_placement)) if v)
