@@ -195,7 +195,8 @@ class Episode:
             verdict = {"success": False, "infra_failure": infra,
                        "failure_mode": "infra" if infra else "budget" if self.truncation_reason else ""}
         meta: dict[str, Any] = {"seed": self.seed, "truncated_turns": self.truncated_turns}
-        paid = any(self.turn_rewards[:-1]) or self.turn_rewards[-1:] != [self.reward]  # a term paid on any turn
+        # a term paid on any turn (an episode with no turn has none)
+        paid = any(self.turn_rewards[:-1]) or self.turn_rewards[-1:] not in ([], [self.reward])
         if paid and len(self.turn_rewards) == len(self.turns):
             meta["turn_rewards"] = list(self.turn_rewards)
         if self.infra_error:

@@ -190,3 +190,16 @@ def test_every_episode_counts_the_evidence_it_found_even_when_the_term_is_not_pa
     assert (actions.evidence_found, actions.evidence_declared) == (n, n)
     plain = make_family("needle")("train", 1, 0, 1, tokens=1024, placement="inline")[0]
     assert declared_evidence(plain.metadata) == 0  # an inline document is not searched: nothing declared
+
+
+def test_an_episode_with_no_turn_records_no_turn_rewards() -> None:
+    """The last-turn rule (credit paid only on the last turn is kept) must not mark an episode that never took a
+    turn (e.g. its env failed to reset) as paid: its metadata stays without ``turn_rewards``."""
+    import torch
+
+    from sandgym.agents._episode import Episode
+
+    ep = Episode(0, multihop(), 0, 0, torch.Generator(), 0, RolloutConfig(), None)
+    ep.fail_infra("env reset failed")
+    traj = ep.trajectory()
+    assert traj.num_turns == 0 and "turn_rewards" not in traj.metadata
