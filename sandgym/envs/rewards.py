@@ -195,6 +195,10 @@ def _turn_total(o: EpisodeOutcome, cfg: RewardConfig) -> float:
 
 intermediate_v1 = register_reward("intermediate@v1")(_turn_total)
 evidence_v1 = register_reward("evidence@v1")(_turn_total)
+evidence_norepeat_v1 = register_reward("evidence_norepeat@v1")(_turn_total)
+"""``evidence_norepeat@v1``'s episode total is the share of evidence lines found, as ``evidence@v1``'s: the cost of
+repeated calls is charged in the per-turn credits (``info["turn_reward"]``, negative on a turn that only repeats)
+and is not in this total, which stays in [0, 1]."""
 
 
 def compute_rewards(outcome: EpisodeOutcome, config: RewardConfig | None = None) -> tuple[float, dict[str, float]]:

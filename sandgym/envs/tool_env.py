@@ -104,7 +104,9 @@ class ToolEnv(gym.Env[str, str]):
             total under the term's name, and the system prompt of a task the term applies to the term's hint line
             (if it has one). The step reward itself never includes it. Off by default: then nothing changes.
         turn_term: which registered per-turn term (``TURN_TERMS``): ``"intermediate@v1"`` (stating a tracked
-            variable's checkpoints) or ``"evidence@v1"`` (a narrow search that shows the question's evidence lines).
+            variable's checkpoints), ``"evidence@v1"`` (a narrow search that shows the question's evidence lines) or
+            ``"evidence_norepeat@v1"`` (``evidence@v1`` minus a cost per call that repeats one already run in the
+            episode: a turn's credit can be negative).
         test_hints: in ``code_action="test"``, end each test run's result with the next step it calls for
             (:data:`TEST_HINTS`: SUBMIT when every visible test passed, a corrected block otherwise). The hint
             says what the result means, never what the code should be; ``False`` leaves the bare summary.
@@ -180,6 +182,8 @@ class ToolEnv(gym.Env[str, str]):
         self.turn_term: str = turn_term
         self._turn_spec = TURN_TERMS[turn_term]
         self._ran: list[tuple[str, dict[str, Any], str]] = []
+        self._episode_calls: list[tuple[str, dict[str, Any], str]] = []
+        """The calls that ran in this episode's earlier turns (``Turn.earlier``)."""
         self.test_hints = bool(test_hints)
         self.require_submit = bool(require_submit)
         self._decided: dict[int, bool] = {}
@@ -267,6 +271,7 @@ class ToolEnv(gym.Env[str, str]):
         self._start = time.monotonic()
         self._decided = {}
         self._ran = []
+        self._episode_calls = []
         self._seen = {}
         self._counts.evidence_declared = declared_evidence(task.metadata)
         system = self.system_prompt(task)
@@ -314,6 +319,7 @@ class ToolEnv(gym.Env[str, str]):
         info: dict[str, Any] = {"tool_calls": calls, "parse_errors": errors, "actions": self._actions(ctx)}
         if self.turn_rewards:
             info["turn_reward"] = 0.0 if infra else self._turn_credit(ctx.task, action)
+        self._episode_calls.extend(self._ran)
         self._ran = []
         reward = 0.0
         if terminated or truncation:
@@ -424,9 +430,10 @@ class ToolEnv(gym.Env[str, str]):
         return float(self.reward_config.weights.get(self.turn_term, INTERMEDIATE_DEFAULT_WEIGHT))
 
     def _turn_credit(self, task: Task, text: str) -> float:
-        """Weighted per-turn credit of this turn (the pure term over the turn's text and the calls that ran, with
-        the items decided so far)."""
-        turn = Turn(text, tuple(self._ran), task.metadata, task.files)
+        """Weighted per-turn credit of this turn (the pure term over the turn's text, the calls that ran in it and
+        in the episode's earlier turns, with the items decided so far); negative when the term charges (e.g.
+        ``evidence_norepeat@v1`` for a repeated call)."""
+        turn = Turn(text, tuple(self._ran), task.metadata, task.files, tuple(self._episode_calls))
         credit, new = self._turn_spec.credit(turn, self._decided)
         self._decided.update(new)
         return self._turn_weight() * float(credit)
