@@ -239,5 +239,5 @@ def test_long_context_behaviour_table_shows_evidence_found_when_the_tasks_declar
         (tmp_path / name).mkdir()
     _, metrics = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
     table = behaviour_table(cfg, metrics)
-    assert table is not None and "| turns | evidence found |" in table.markdown()
+    assert table is not None and "| turns | evidence found | repeated calls |" in table.markdown()
     assert "| RL over SFT (paired) |" in table.markdown() and "+0.500" in table.markdown()

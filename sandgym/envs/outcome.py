@@ -97,6 +97,10 @@ class Actions:
     evidence_found: int = 0
     """Of those, the lines a narrow search showed, by ``evidence@v1``'s rules (counted whether or not the term is
     paid; ``sandgym.envs.evidence``)."""
+    repeated_calls: int = 0
+    """Tool calls that repeated one already run in the episode: the same tool, arguments and output, so they showed
+    nothing new (``sandgym.envs.turn_terms.repeated_calls``; counted on every task, whether or not a term charges
+    them)."""
 
     @property
     def format_errors(self) -> int:

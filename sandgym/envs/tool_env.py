@@ -26,7 +26,7 @@ from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT, REWARDS, RewardCon
 from sandgym.envs.spaces import AnyText
 from sandgym.envs.tasksource import TaskSource
 from sandgym.envs.tools import Tool, ToolSet
-from sandgym.envs.turn_terms import TURN_TERMS, Turn, TurnTermName
+from sandgym.envs.turn_terms import TURN_TERMS, Turn, TurnTermName, repeated_calls
 from sandgym.errors import ConfigError, SandboxError
 from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox
@@ -65,6 +65,7 @@ class _Counts:
     tested_before_submit: bool = False
     evidence_declared: int = 0
     evidence_found: int = 0
+    repeated_calls: int = 0
 
 
 TEST_HINTS = {True: "All visible tests pass. Reply SUBMIT to submit.",
@@ -313,6 +314,7 @@ class ToolEnv(gym.Env[str, str]):
             infra = f"internal error: {type(exc).__name__}: {exc}"
         self._env_s += time.monotonic() - began
         self._count_evidence(ctx.task)
+        self._counts.repeated_calls += repeated_calls(self._ran, self._episode_calls)
         self._obs_chars += sum(len(m["content"]) for m in new)
         truncation = "infra" if infra else self._budget_exhausted(ctx)
         terminated = infra is None and ctx.submitted is not None

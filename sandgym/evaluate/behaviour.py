@@ -14,7 +14,9 @@ like completion (``metrics.json`` key ``behaviour``), and compared paired over t
   least 0): the share of turns with a parseable, schema-valid call or code action when a turn has one error at most;
 - ``turns``: model turns per episode;
 - ``evidence_found``: the share of the task's evidence lines (long-context tasks' ``metadata["evidence"]``) a narrow
-  search showed (``evidence@v1``'s rules, counted whether or not the term was paid); None for other tasks.
+  search showed (``evidence@v1``'s rules, counted whether or not the term was paid); None for other tasks;
+- ``repeated_calls``: tool calls per episode that repeated one already run (same tool, arguments and output: nothing
+  new shown; lower is better); None for an episode with no tool call.
 """
 
 from __future__ import annotations
@@ -79,6 +81,11 @@ def _evidence(r: EpisodeRow) -> float | None:
     return int(a.get("evidence_found") or 0) / declared if declared else None
 
 
+def _repeats(r: EpisodeRow) -> float | None:
+    a = actions_of(r)
+    return float(a.get("repeated_calls") or 0) if int(a.get("tool_calls") or 0) else None
+
+
 BEHAVIOURS: dict[str, Callable[[EpisodeRow], float | None]] = {
     "first_attempt_pass": _first_pass,
     "recovery": _recovery,
@@ -88,6 +95,7 @@ BEHAVIOURS: dict[str, Callable[[EpisodeRow], float | None]] = {
     "valid_call_rate": _valid_calls,
     "turns": _turns,
     "evidence_found": _evidence,
+    "repeated_calls": _repeats,
 }
 
 

@@ -66,8 +66,10 @@ QUICK: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {"long_context": (("
 UNSEEN_CODING = "coding/parsing:heldout"
 """The unseen family added to a coding track's evaluation (a domain suite's heldout split has its own)."""
 BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing", "submitted",
-              "valid_call_rate", "turns", "evidence_found")
+              "valid_call_rate", "turns", "evidence_found", "repeated_calls")
 """Behaviour metrics shown per policy (``sandgym.evaluate.behaviour``) when the track's episodes have them."""
+WHERE_PRESENT = ("evidence_found", "repeated_calls")
+"""Shown only when some policy's episodes have them (evidence: tasks that declare it; repeats: tool calls)."""
 
 
 def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int) -> EvalConfig:
@@ -171,9 +173,9 @@ def behaviour_table(cfg: EvalConfig, metrics: dict[str, Any]) -> Table | None:
     def traps(name: str) -> str:
         return format_interval((metrics[name].get("traps") or {}).get("trap_failure_rate"))
 
-    searched = any("evidence_found" in metrics[name].get("behaviour", {}) for name, _ in POLICIES)
+    present = {b for name, _ in POLICIES for b in metrics[name].get("behaviour", {})}
     shown = tuple(b for b in BEHAVIOURS if (runs_tests(cfg.rollout) or b not in TEST_BEHAVIOURS)
-                  and (searched or b != "evidence_found"))  # evidence: only for tasks that declare it
+                  and (b in present or b not in WHERE_PRESENT))
     rows = [(label, *(format_interval(metrics[name].get("behaviour", {}).get(b)) for b in shown), traps(name))
             for name, label in POLICIES]
     gains = metrics["rl_vs_sft"].get("behaviour_gain") or {}

@@ -207,6 +207,19 @@ def test_a_repeated_grep_lowers_the_step_reward_by_weight_times_repeat_cost(fake
     assert final["reward_components"]["evidence_norepeat@v1"] == 1.0
     assert paid["evidence@v1"][-1]["reward_components"]["evidence@v1"] == 1.0
     assert "evidence_norepeat@v1" not in paid["evidence@v1"][-1]["reward_components"]
+    # the behaviour count sees the same four repeats whichever term is paid
+    assert final["outcome"].actions.repeated_calls == 4
+    assert paid["evidence@v1"][-1]["outcome"].actions.repeated_calls == 4
+
+
+def test_repeated_calls_are_counted_with_no_term_paid(fake_factory) -> None:
+    task = multihop()
+    doc = task.metadata["document"]
+    grep_all = call("grep", pattern="^NOTE: service", path=doc)
+    env = ToolEnv([task], sandbox_factory=fake_factory, tools=None)
+    infos = play(env, task, [grep_all, call("grep", pattern="^NOTE: service ", path=doc), grep_all])
+    assert [i["actions"].repeated_calls for i in infos] == [0, 0, 1]
+    assert play(env, task, [grep_all])[0]["actions"].repeated_calls == 0  # a new episode starts afresh
 
 
 def test_the_weight_scales_the_cost_and_a_new_episode_starts_with_no_earlier_calls(fake_factory) -> None:

@@ -100,3 +100,18 @@ def test_evidence_found_applies_only_to_tasks_that_declare_evidence():
     assert m["evidence_found"]["episodes"] == 3  # task c declares none: not counted
     gains = behaviour_gains(rows, [lc("a", 0, 4), lc("b", 1, 2)])
     assert gains["evidence_found"]["diff"]["value"] == pytest.approx((0.5 + 0.5) / 2)
+
+
+def test_repeated_calls_counts_per_episode_and_skips_episodes_without_tool_calls():
+    def ep(task: str, repeats: int, calls: int, sample: int = 0) -> EpisodeRow:
+        r = row(task, solved=False, first=None, verified=False, sample=sample)
+        outcome = EpisodeOutcome.from_dict(r.trajectory["outcome"])
+        actions = Actions(turns=3, submitted=False, tool_calls=calls, repeated_calls=repeats)
+        return EpisodeRow(**{**vars(r), "trajectory": {"outcome": {**outcome.to_dict(), "actions": vars(actions)}}})
+
+    rows = [ep("a", 2, 3), ep("a", 0, 3, sample=1), ep("b", 3, 4), ep("c", 0, 0)]
+    m = behaviour(rows)
+    assert m["repeated_calls"]["value"] == pytest.approx((2 + 0 + 3) / 3)
+    assert m["repeated_calls"]["episodes"] == 3  # c made no tool call: not counted
+    gains = behaviour_gains(rows, [ep("a", 1, 3), ep("b", 1, 3)])
+    assert gains["repeated_calls"]["diff"]["value"] == pytest.approx((0.0 + 2.0) / 2)

@@ -24,11 +24,12 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandgym.envs.turn_terms import TURN_TERMS, recorded_calls, run_turns
+from sandgym.envs.turn_terms import TURN_TERMS, recorded_calls, repeated_calls, run_turns
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.evaluate.metrics import format_interval, format_p
@@ -62,6 +63,21 @@ def evidence_found(rows: list[EpisodeRow], tasks: dict[str, Any]) -> float | Non
                  for t in r.trajectory.get("turns", [])]
         shares.append(sum(run_turns(term.credit, turns, task.metadata, task.files)))
     return sum(shares) / len(shares) if shares else None
+
+
+def repeats(rows: list[EpisodeRow]) -> float | None:
+    """Mean tool calls per episode that repeated one already run in it (same tool, arguments and output),
+    recomputed from the episodes' recorded calls (earlier evaluations predate ``Actions.repeated_calls``)."""
+    counts = []
+    for r in rows:
+        earlier: list[Any] = []
+        n = 0
+        for t in (r.trajectory or {}).get("turns", []):
+            calls = recorded_calls(t["text"], t["observation"]) or ()
+            n += repeated_calls(calls, earlier)
+            earlier += calls
+        counts.append(n)
+    return sum(counts) / len(counts) if counts else None
 
 
 def main() -> int:
@@ -108,6 +124,8 @@ def main() -> int:
                                      "trained": m["transfer"]["trained"].get("completion"),
                                      "unseen": m["transfer"]["unseen"].get("completion"),
                                      "evidence_found": evidence_found(rs, tasks),
+                                     "repeated_calls": repeats(rs),
+                                     "failures": dict(sorted(Counter(r.failure_mode for r in rs).items())),
                                      "by_length": {k: v["completion"] for k, v in m.get("by_length", {}).items()}}
     pairs = [(args.name, "sft"), *((k, "sft") for k in earlier), *((args.name, k) for k in earlier)]
     for cand, ref in pairs:
@@ -118,7 +136,8 @@ def main() -> int:
               + "; ".join(f"{k} {gain(v)}" for k, v in (b.get("gain_by_length") or {}).items()))
     for name, p in summary["policies"].items():
         print(f"{name}: all {format_interval(p['all'])} trained {format_interval(p['trained'])} "
-              f"evidence found {p['evidence_found']} ({p['episodes']} episodes)")
+              f"evidence found {p['evidence_found']} repeated calls {p['repeated_calls']} failures {p['failures']} "
+              f"({p['episodes']} episodes)")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     print(f"summary: {out / 'summary.json'}; training: {out / 'train'}; eval: {out / 'eval'}")
     return 0
