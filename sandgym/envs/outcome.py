@@ -136,7 +136,8 @@ class EpisodeOutcome:
     """The sandbox or the harness failed (or the task's verifier did: ``task_error``): excluded from scoring."""
     intermediate_matched: int = 0
     """Items of the env's per-turn term the agent earned (``intermediate@v1``: checkpoints stated correctly, first
-    claim each; ``evidence@v1``: evidence lines its searches showed); counted only by ``ToolEnv(turn_rewards=True)``
+    claim each; ``evidence@v1`` and ``evidence_norepeat@v1``: evidence lines its searches showed; the latter's
+    charges for repeated calls are in the per-turn rewards only, see ``Actions.repeated_calls``); counted only by ``ToolEnv(turn_rewards=True)``
     (see ``sandgym.envs.turn_terms``)."""
     intermediate_expected: int = 0
     """Items the task declares for that term (0 when it declares none or per-turn terms are off)."""
