@@ -25,6 +25,8 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
+from sandgym.agents.kv_cache import reserved_cache
+
 _STOP_TAIL_TOKENS = 16
 
 
@@ -160,8 +162,10 @@ def sample_batch(
     wants_kv = [bool(keep_kv)] * n if isinstance(keep_kv, bool) else [bool(k) for k in keep_kv]
     ckw = cache_kwarg(model)
     pasts = [past[i] if past is not None else None for i in active]
+    reserve = max(max_new_tokens[i] for i in active)  # the cache appends in place (sandgym.agents.kv_cache)
     if any(p is not None for p in pasts):
-        cache, mask, pos = _cache_from_pasts(model, [prompts[i] for i in active], pasts, pad_token_id, device)
+        cache, mask, pos = _cache_from_pasts(model, [prompts[i] for i in active], pasts, pad_token_id, device,
+                                             reserve)
         ids, _ = _left_pad([prompts[i][p.length if p else 0:] for i, p in zip(active, pasts, strict=True)], pad_token_id)
         n_new = ids.shape[1]
         out = model(input_ids=ids.to(device), attention_mask=mask, position_ids=pos[:, -n_new:], use_cache=True,
@@ -175,7 +179,7 @@ def sample_batch(
         ids, mask = _left_pad(list(distinct), pad_token_id)
         ids, mask = ids.to(device), mask.to(device)
         pos = (mask.cumsum(-1) - 1).clamp_(min=0)
-        cache = DynamicCache(config=getattr(model, "config", None))
+        cache = reserved_cache(model, reserve)
         out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
                     **{ckw: cache})
         logits = out.logits[:, -1, :]
@@ -229,7 +233,7 @@ def _left_pad(rows: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.T
 
 def _cache_from_pasts(
     model: Any, prompts: Sequence[Sequence[int]], pasts: Sequence[PastKV | None], pad_token_id: int,
-    device: torch.device,
+    device: torch.device, reserve: int = 1,
 ) -> tuple[DynamicCache, torch.Tensor, torch.Tensor]:
     """A batch cache from the rows' own past caches, each left-padded to the longest, plus the attention mask and
     position ids of [past | new tokens] (both parts left-padded: a row's padding may sit between them)."""
@@ -248,7 +252,13 @@ def _cache_from_pasts(
                 k[r, :, width_past - p.length:] = p.layers[li][0]
                 v[r, :, width_past - p.length:] = p.layers[li][1]
         layers.append((k.to(device), v.to(device)))
-    cache = DynamicCache(ddp_cache_data=layers, config=getattr(model, "config", None))
+    cache = reserved_cache(model, reserve)
+    if len(cache.layers) != len(layers):
+        cache = DynamicCache(ddp_cache_data=layers, config=getattr(model, "config", None))
+    else:
+        cache_layers: list[Any] = list(cache.layers)  # ReservedLayers (or plain DynamicLayers)
+        for layer, (k, v) in zip(cache_layers, layers, strict=True):
+            layer.update(k, v)
     mask = torch.zeros((len(pasts), width_past + width_new), dtype=torch.long)
     pos = torch.zeros_like(mask)
     for r, (n_past, n_new) in enumerate(zip(lengths, new, strict=True)):
