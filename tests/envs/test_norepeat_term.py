@@ -33,6 +33,7 @@ from sandgym.train.advantages import turn_rewards
 from sandgym.train.config import load_config
 from sandgym.train.domains import DomainMixer
 from sandgym.train.metrics import step_metrics
+from tests.envs.test_evidence_term import play
 
 W = INTERMEDIATE_DEFAULT_WEIGHT
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -173,17 +174,6 @@ def multihop(tokens: int = 4096) -> Task:
 def answer(task: Task) -> str:
     assert task.reference is not None
     return str(task.reference.answer)
-
-
-def play(env: ToolEnv, task: Task, turns: list[str]) -> list[dict[str, Any]]:
-    env.reset(options={"task": task})
-    infos = []
-    for text in turns:
-        _, _, term, trunc, info = env.step(text)
-        infos.append(info)
-        if term or trunc:
-            break
-    return infos
 
 
 def test_a_repeated_grep_lowers_the_step_reward_by_weight_times_repeat_cost(fake_factory) -> None:
