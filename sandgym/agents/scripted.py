@@ -7,8 +7,9 @@ Each speaks only through the environment's text interface (``<tool_call>`` JSON)
 from __future__ import annotations
 
 import json
+import re
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,8 +19,8 @@ import numpy as np
 from sandgym.tasks.mutations import bug_mutations, find_targets
 from sandgym.tasks.task import Task
 
-__all__ = ["ScriptedAgent", "OracleAgent", "NoopAgent", "RandomAgent", "EpisodeResult", "run_episode", "AGENTS",
-           "make_agent", "call"]
+__all__ = ["ScriptedAgent", "OracleAgent", "ContinuationAgent", "NoopAgent", "RandomAgent", "EpisodeResult",
+           "run_episode", "AGENTS", "make_agent", "call"]
 
 
 def call(name: str, **arguments: Any) -> str:
@@ -135,6 +136,92 @@ def fix_plan(task: Task, reference: str) -> list[str]:
     targets = find_targets(reference)
     bugs = bug_mutations(reference, targets[0], seed=key) if targets else []
     return [fenced(bugs[0].source), *turns] if bugs else turns
+
+
+def grep_arguments(turn: str) -> Mapping[str, Any] | None:
+    """The arguments of a turn that is exactly one ``grep`` call, else None."""
+    m = re.fullmatch(r"<tool_call>(.*)</tool_call>", turn.strip(), re.S)
+    try:
+        c = json.loads(m.group(1)) if m else None
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(c, dict) or c.get("name") != "grep" or not isinstance(c.get("arguments"), dict):
+        return None
+    return c["arguments"]
+
+
+def literal(arguments: Mapping[str, Any]) -> str | None:
+    """A grep's pattern when it matches as plain text (``fixed_strings``, or no regex metacharacter), else None."""
+    pattern = str(arguments.get("pattern", ""))
+    plain = bool(arguments.get("fixed_strings")) or re.escape(pattern) == pattern.replace(" ", "\\ ")
+    return pattern if pattern and plain and not arguments.get("ignore_case") else None
+
+
+def search_lines(task: Task, turn: str) -> list[str] | None:
+    """The document lines a plan turn that is one ``grep`` call shows (``[]`` when it matches none), or None for any
+    other turn. Extended regular expressions are read as Python's, which agree on the plans' patterns."""
+    args = grep_arguments(turn)
+    document = task.files.get(str(args.get("path", ""))) if args is not None else None
+    if args is None or document is None:
+        return None
+    pattern = str(args.get("pattern", ""))
+    hit: Callable[[str], bool] = ((lambda line: pattern in line) if args.get("fixed_strings")
+                                  else (lambda line: re.search(pattern, line) is not None))
+    return [line for line in document.splitlines() if line.strip() and hit(line)]
+
+
+class ContinuationAgent:
+    """DAgger-style relabelling: replays a policy's own turns, then plays the oracle from the state they reached.
+
+    ``prefixes`` maps a task id to the policy's turns. After them, each turn of the oracle's plan (``style`` as
+    :class:`OracleAgent`) is played in order, except a ``grep`` of :func:`search_plan` whose result the episode
+    already holds: every line it would show has been shown (by the policy's own searches, however phrased), or it
+    matches nothing and an earlier complete plain-text search for a part of its pattern proved that (``service B``
+    showing no ``service B forwards`` line). Nothing is skipped on the oracle's knowledge alone, so each step of a
+    continuation follows from what the episode has shown: it reads on from where the policy got to and submits
+    once the evidence is in view. A demonstration built this way teaches the step the policy's own state calls for
+    (the caller trains only the continuation's turns), not a whole episode from a state the policy never reaches."""
+
+    def __init__(self, prefixes: Mapping[str, Sequence[str]], style: str = "tools") -> None:
+        self.prefixes = prefixes
+        self.style = style
+        self._task: Task | None = None
+        self._prefix: list[str] = []
+        self._plan: list[str] = []
+        self._seen: list[str] = []
+        self._last = ""
+        self._searched: list[tuple[str, str]] = []
+        """(path, pattern) of the episode's plain-text greps whose whole result was shown."""
+
+    def reset(self, task: Task) -> None:
+        self._task = task
+        self._prefix = list(self.prefixes.get(task.id, ()))
+        self._plan = OracleAgent(self.style).plan(task)
+        self._seen, self._last, self._searched = [], "", []
+
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        self._seen.append(observation)
+        args = grep_arguments(self._last)
+        if args is not None and literal(args) and "more matches" not in observation and "grep failed" not in observation:
+            self._searched.append((str(args.get("path", ".")), str(literal(args))))
+        self._last = self._prefix.pop(0) if self._prefix else self._next()
+        return self._last
+
+    def _next(self) -> str:
+        while len(self._plan) > 1 and self._known(self._plan[0]):
+            self._plan.pop(0)
+        return self._plan.pop(0) if len(self._plan) > 1 else self._plan[0]
+
+    def _known(self, turn: str) -> bool:
+        assert self._task is not None
+        lines, args = search_lines(self._task, turn), grep_arguments(turn)
+        if lines is None or args is None:
+            return False
+        if lines:
+            seen = "\n".join(self._seen)
+            return all(line.strip()[:120] in seen for line in lines)
+        path, pattern = str(args.get("path", ".")), str(args.get("pattern", ""))
+        return bool(args.get("fixed_strings")) and any(p == path and q in pattern for p, q in self._searched)
 
 
 class NoopAgent(_PlanAgent):

@@ -139,7 +139,10 @@ class SFTConfig:
     source: str = "oracle"
     """"oracle" (scripted oracle on the train domains), a JSONL of chat transcripts, or user feedback imported by
     ``sandgym feedback import`` (reward-weighted SFT: accepted outputs and users' edits, weighted by their reward;
-    ``sandgym.train.feedback_sft``). A file's kind is read from its first record."""
+    ``sandgym.train.feedback_sft``), or the policy's own episodes on the domains' train tasks (``sandgym eval``'s
+    ``episodes.jsonl``), each continued by the oracle from the state the policy reached and trained on the
+    continuation only (DAgger-style; ``sandgym.train.relabel``; start from the policy with ``model.adapter``).
+    A file's kind is read from its first record."""
     oracle_style: Literal["auto", "tools", "code", "fix"] = "auto"
     """Demonstration format: "tools" (multi-turn tool calls), "code" (one fenced python block, for single-file
     coding tasks), "fix" (test-and-fix: for half the tasks a block with one bug, its failing test run, the fixed

@@ -25,14 +25,17 @@ from typing import Any, Literal
 from sandgym.agents.trajectory import Trajectory, TrajectoryError, load_jsonl
 from sandgym.errors import ConfigError
 from sandgym.private.feedback import REWARD_VERSION
+from sandgym.train.relabel import is_episodes
 from sandgym.train.step import Sample
 
-SourceKind = Literal["oracle", "transcripts", "feedback"]
+SourceKind = Literal["oracle", "transcripts", "feedback", "episodes"]
 
 
 def source_kind(source: str) -> SourceKind:
     """What ``sft.source`` names, decided from its first record: ``oracle``; a JSONL of chat transcripts (lines with
-    ``messages``); or imported feedback (trajectories scored ``feedback@v1`` by ``sandgym feedback import``).
+    ``messages``); imported feedback (trajectories scored ``feedback@v1`` by ``sandgym feedback import``); or the
+    policy's own episodes for the oracle to relabel (``sandgym eval``'s ``episodes.jsonl``, a run's
+    ``trajectories.jsonl``; :mod:`sandgym.train.relabel`).
 
     A raw adoption log (lines with ``outcome``) or anything else is a :class:`ConfigError` that says what to do.
     """
@@ -53,13 +56,16 @@ def source_kind(source: str) -> SourceKind:
         return "transcripts"
     if isinstance(data, dict) and REWARD_VERSION in (data.get("reward_components") or {}):
         return "feedback"
+    if is_episodes(data):
+        return "episodes"
     if isinstance(data, dict) and "outcome" in data and "prompt" in data:
         raise ConfigError(f"sft.source={source!r} is a raw feedback log; import it first (`sandgym feedback import "
                           f"{source} --out imported.jsonl`, then sft.source=imported.jsonl) or run `sandgym "
                           f"feedback train {source} --config CFG --out DIR`, which does both")
     keys = sorted(data) if isinstance(data, dict) else type(data).__name__
     raise ConfigError(f"sft.source={source!r}: the first record ({keys}) is neither a chat transcript "
-                      f"({{\"messages\": [...]}}) nor imported feedback (reward component {REWARD_VERSION!r})")
+                      f"({{\"messages\": [...]}}), imported feedback (reward component {REWARD_VERSION!r}) nor an "
+                      "episode to relabel (task_id and trajectory.turns, as `sandgym eval` writes episodes.jsonl)")
 
 
 @dataclass(frozen=True)

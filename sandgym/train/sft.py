@@ -2,9 +2,9 @@
 
 Demonstrations come from the scripted oracle on the train split of the configured domains (it solves each task
 through the tools, in the exact tool-call format the environment parses), from a JSONL file of chat
-transcripts (``{"messages": [{"role": ..., "content": ...}, ...]}`` per line), or from user feedback imported by
-``sandgym feedback import`` (reward-weighted, see :mod:`sandgym.train.feedback_sft`); ``source_kind`` tells them
-apart. The loss is the per-token weighted cross-entropy (weights: the samples' 4th field, 1 on demonstrations).
+transcripts (``{"messages": [{"role": ..., "content": ...}, ...]}`` per line), from user feedback imported by
+``sandgym feedback import`` (reward-weighted, see :mod:`sandgym.train.feedback_sft`), or from the policy's own
+episodes continued by the oracle (DAgger-style, see :mod:`sandgym.train.relabel`); ``source_kind`` tells them apart. The loss is the per-token weighted cross-entropy (weights: the samples' 4th field, 1 on demonstrations).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from sandgym.errors import ConfigError
 from sandgym.train import components
 from sandgym.train.config import TrainConfig
 from sandgym.train.feedback_sft import feedback_to_samples, source_kind
+from sandgym.train.relabel import relabelled_samples
 from sandgym.train.shared_prefix import checkpointing_on, freed_memory_returned
 from sandgym.train.step import Sample, collate, forward_logprobs, micro_batches
 
@@ -69,6 +70,8 @@ def run_sft(config: TrainConfig, out_dir: Path | str, *, policy: Any = None) -> 
             raise ConfigError(f"sft.source={config.sft.source!r} has no record to learn from (skipped by outcome: "
                               f"{dict(skipped)}); it needs accepted records, or edited ones with edited_output, "
                               "whose reward is > 0")
+    elif kind == "episodes":
+        samples = relabelled_samples(config, policy.tokenizer, out)
     else:
         samples = demonstrations(config, policy, out)
     if not samples:

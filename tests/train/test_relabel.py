@@ -1,0 +1,167 @@
+"""DAgger-style relabelling: the oracle continues the policy's own episodes from the state they reached, and only
+its continuation is trained on (``sft.source`` = the policy's episodes)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sandgym.agents.scripted import ContinuationAgent, OracleAgent, call, run_episode, search_lines
+from sandgym.envs.parsing import parse_turn
+from sandgym.envs.tool_env import ToolEnv
+from sandgym.errors import ConfigError
+from sandgym.tasks.registry import load_suite
+from sandgym.train.config import load_config
+
+SUITE = "long_context:train?tokens=4096&placement=file"
+
+
+def multihop(n: int = 4) -> list:
+    return [t for t in load_suite(SUITE, n=40, seed=0, difficulty=1) if t.family == "multihop"][:n]
+
+
+@pytest.fixture
+def env():
+    e = ToolEnv(tasks=[], code_action=None, max_turns=6)
+    yield e
+    e.close()
+
+
+def grep(task, pattern: str) -> str:
+    return call("grep", pattern=pattern, path=task.metadata["document"], fixed_strings=True)
+
+
+def said(result) -> list:
+    return [c for m in result.messages if m["role"] == "assistant" for c in parse_turn(m["content"]).calls]
+
+
+def test_search_lines_are_what_the_grep_shows() -> None:
+    task = multihop(1)[0]
+    first = task.metadata["chain"][0]
+    lines = search_lines(task, grep(task, f"service {first} forwards"))
+    assert len(lines) == 1 and f"service {first} forwards" in lines[0]
+    assert search_lines(task, grep(task, "no such text anywhere")) == []
+    assert search_lines(task, call("submit", answer="x")) is None
+    assert search_lines(task, "prose, not a call") is None
+
+
+def test_the_continuation_reads_on_from_the_policys_searches_and_submits_the_answer(env) -> None:
+    for task in multihop():
+        chain = task.metadata["chain"]
+        # the policy's own broader searches show the first two hops' notes (and more), then it would have guessed
+        prefix = [grep(task, f"service {chain[0]}"), grep(task, f"service {chain[1]}")]
+        result = run_episode(env, ContinuationAgent({task.id: prefix}), task)
+        calls = said(result)
+        assert result.success, (task.id, [(c.name, c.arguments) for c in calls])
+        rest = calls[len(prefix):]
+        patterns = [c.arguments["pattern"] for c in rest if c.name == "grep"]
+        # no search repeats what the prefix showed: the next hop's note is the first one not yet in view
+        assert f"service {chain[0]} forwards" not in patterns and f"service {chain[1]} forwards" not in patterns
+        assert rest[-1].name == "submit" and rest[-1].arguments["answer"] == task.reference.answer
+        oracle = run_episode(env, OracleAgent(), task)
+        assert len(calls) <= len(said(oracle))  # never longer than the oracle's own plan from scratch
+
+
+def test_a_prefix_that_already_shows_the_answer_line_is_continued_by_the_submit(env) -> None:
+    task = multihop(1)[0]
+    chain = task.metadata["chain"]
+    prefix = [grep(task, f"service {c}") for c in chain]  # every note of the chain, the stores line included
+    result = run_episode(env, ContinuationAgent({task.id: prefix}), task)
+    calls = said(result)
+    assert result.success and len(calls) == len(prefix) + 1 and calls[-1].name == "submit"
+
+
+def test_the_end_of_the_chain_is_searched_for_not_known_from_the_oracle(env) -> None:
+    """Skipping the last hop's empty search on the oracle's knowledge would teach stopping a chain at a guess."""
+    task = multihop(1)[0]
+    chain = task.metadata["chain"]
+    prefix = [grep(task, f"service {c} forwards") for c in chain[:-1]]  # every hop but the end, narrowly
+    calls = said(run_episode(env, ContinuationAgent({task.id: prefix}), task))
+    patterns = [c.arguments.get("pattern", c.arguments.get("answer")) for c in calls]
+    assert patterns[len(prefix):] == [f"service {chain[-1]} forwards", f"service {chain[-1]} stores",
+                                      task.reference.answer]
+
+
+def test_without_a_prefix_the_continuation_is_the_oracle(env) -> None:
+    task = multihop(1)[0]
+    result = run_episode(env, ContinuationAgent({}), task)
+    assert result.success and said(result)[-1].arguments["answer"] == task.reference.answer
+
+
+def episodes_file(path, rows) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def eval_row(task_id: str, texts: list[str]) -> dict:
+    return {"task_id": task_id, "success": False,
+            "trajectory": {"task_id": task_id, "turns": [{"text": t, "observation": ""} for t in texts]}}
+
+
+def test_relabelled_samples_train_only_the_continuation(tmp_path, tiny_model_dir) -> None:
+    from transformers import AutoTokenizer
+
+    from sandgym.train.relabel import continuation_mask, continuations, policy_prefixes
+
+    tasks = multihop(3)
+    a, b, c = tasks
+    rows = [
+        eval_row(a.id, [grep(a, f"service {a.metadata['chain'][0]}"), call("submit", answer="further")]),
+        eval_row(b.id, [call("read_file", path=b.metadata["document"], end_line=5)] * 6),  # ran out of turns
+        eval_row(c.id, [call("submit", answer="guess")]),
+        eval_row("long_context/multihop/heldout/d1/s1-0-t4096-file", [call("submit", answer="x")]),  # not trained on
+    ]
+    src = episodes_file(tmp_path / "episodes.jsonl", rows)
+    cfg = load_config(None, [f"model.name={json.dumps(str(tiny_model_dir))}", f"sft.source={json.dumps(src)}",
+                             "rollout.max_turns=6", "rollout.code_action=\"none\"",
+                             "rollout.tools=[\"grep\", \"read_file\", \"submit\"]", "rollout.max_total_tokens=16384",
+                             "domains.mix=[{suite=\"" + SUITE + "\", n_tasks=40, difficulty=1}]"])
+    prefixes = policy_prefixes(tmp_path / "episodes.jsonl")
+    assert [len(p) for _, p in prefixes] == [1, 5, 0, 0]  # every turn but the one that ended the episode
+    relabelled, counts = continuations(cfg, AutoTokenizer.from_pretrained(tiny_model_dir), prefixes)
+    assert counts["skipped_unknown_task"] == 1
+    kept = {r.trajectory.task_id: r.kept for r in relabelled}
+    assert kept[a.id] == 1 and kept[c.id] == 0
+    assert 0 <= kept[b.id] < 5  # five useless reads leave no room for the chain's hops in six turns: fewer kept
+    for r in relabelled:
+        t = r.trajectory
+        assert t.success and t.num_turns <= 6
+        mask = continuation_mask(r)
+        assert len(mask) == len(t.token_ids) and sum(mask) > 0
+        policy_tokens = sum(len(x.completion_token_ids) for x in t.turns[: r.kept])
+        assert sum(mask) == sum(t.action_mask) - policy_tokens  # the policy's turns stay context only
+
+
+def test_run_sft_on_episodes_writes_the_relabelled_demonstrations(tmp_path, tiny_model_dir) -> None:
+    from sandgym.train.sft import run_sft
+
+    task = multihop(1)[0]
+    src = episodes_file(tmp_path / "e.jsonl", [eval_row(task.id, [grep(task, "service"), call("submit", answer="x")])])
+    cfg = load_config(None, [f"model.name={json.dumps(str(tiny_model_dir))}", f"sft.source={json.dumps(src)}",
+                             "sft.epochs=1", "rollout.code_action=\"none\"", "rollout.max_total_tokens=16384",
+                             "rollout.tools=[\"grep\", \"read_file\", \"submit\"]",
+                             "domains.mix=[{suite=\"" + SUITE + "\", n_tasks=40, difficulty=1}]"])
+    result = run_sft(cfg, tmp_path / "sft")
+    assert result.demonstrations == 1 and all(x == x for x in result.losses)
+    lines = (tmp_path / "sft" / "relabelled.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["kept"] == 1
+    assert json.loads((tmp_path / "sft" / "relabel_counts.json").read_text()) == {"gave_up": 0, "kept_turns=1": 1}
+
+
+def test_episodes_of_no_trained_task_fail_early_with_the_fix(tmp_path, tiny_model_dir) -> None:
+    from sandgym.train.sft import run_sft
+
+    src = episodes_file(tmp_path / "e.jsonl", [eval_row("long_context/needle/heldout/d1/s1-0-t4096-file", ["x", "y"])])
+    cfg = load_config(None, [f"model.name={json.dumps(str(tiny_model_dir))}", f"sft.source={json.dumps(src)}",
+                             "domains.mix=[{suite=\"" + SUITE + "\", n_tasks=4, difficulty=1}]"])
+    with pytest.raises(ConfigError, match="none of its 1 episodes is of a train task"):
+        run_sft(cfg, tmp_path / "sft")
+
+
+def test_source_kind_reads_episodes_and_trajectories() -> None:
+    from sandgym.train.relabel import is_episodes
+
+    assert is_episodes(eval_row("t", ["a"]))
+    assert is_episodes({"task_id": "t", "turns": []})
+    assert not is_episodes({"messages": []}) and not is_episodes({"task_id": "t"})
