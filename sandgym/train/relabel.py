@@ -17,6 +17,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
         retry: list[tuple[Task, tuple[str, ...]]] = []
         for batch in _one_per_task(pending):  # an agent finds its prefix by task id: one episode of a task a batch
             prefixes = {task.id: prefix for task, prefix in batch}
-            policy = ScriptedPolicy(lambda p=prefixes: ContinuationAgent(p), tokenizer=tokenizer)
+            policy = ScriptedPolicy(partial(ContinuationAgent, prefixes), tokenizer=tokenizer)
             trajs = rollout(policy, components.env_factory(wide), [task for task, _ in batch], config=rc)
             done = {t.task_id: t for t in trajs}
             for task, prefix in batch:
