@@ -159,8 +159,11 @@ def test_episodes_of_no_trained_task_fail_early_with_the_fix(tmp_path, tiny_mode
         run_sft(cfg, tmp_path / "sft")
 
 
-def test_source_kind_reads_episodes_and_trajectories() -> None:
+def test_source_kind_reads_episodes_and_trajectories(tmp_path) -> None:
+    from sandgym.train.feedback_sft import source_kind
     from sandgym.train.relabel import is_episodes
+
+    assert source_kind(episodes_file(tmp_path / "e.jsonl", [eval_row("t", ["a"])])) == "episodes"
 
     assert is_episodes(eval_row("t", ["a"]))
     assert is_episodes({"task_id": "t", "turns": []})
