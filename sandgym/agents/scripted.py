@@ -7,6 +7,7 @@ Each speaks only through the environment's text interface (``<tool_call>`` JSON)
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from sandgym.envs.parsing import parse_turn
 from sandgym.tasks.mutations import bug_mutations, find_targets
 from sandgym.tasks.task import Task
 
@@ -153,13 +155,14 @@ def grep_arguments(turn: str) -> Mapping[str, Any] | None:
 def literal(arguments: Mapping[str, Any]) -> str | None:
     """A grep's pattern when it matches as plain text (``fixed_strings``, or no regex metacharacter), else None."""
     pattern = str(arguments.get("pattern", ""))
-    plain = bool(arguments.get("fixed_strings")) or re.escape(pattern) == pattern.replace(" ", "\\ ")
+    plain = arguments.get("fixed_strings") is True or re.escape(pattern) == pattern.replace(" ", "\\ ")
     return pattern if pattern and plain and not arguments.get("ignore_case") else None
 
 
-def search_lines(task: Task, turn: str) -> list[str] | None:
-    """The document lines a plan turn that is one ``grep`` call shows (``[]`` when it matches none), or None for any
-    other turn. Extended regular expressions are read as Python's, which agree on the plans' patterns."""
+def search_hits(task: Task, turn: str) -> list[int] | None:
+    """The 1-based numbers of the document lines a plan turn that is one ``grep`` call shows (``[]`` when it matches
+    none), or None for any other turn. Extended regular expressions are read as Python's, which agree on the plans'
+    patterns."""
     args = grep_arguments(turn)
     document = task.files.get(str(args.get("path", ""))) if args is not None else None
     if args is None or document is None:
@@ -167,7 +170,24 @@ def search_lines(task: Task, turn: str) -> list[str] | None:
     pattern = str(args.get("pattern", ""))
     hit: Callable[[str], bool] = ((lambda line: pattern in line) if args.get("fixed_strings")
                                   else (lambda line: re.search(pattern, line) is not None))
-    return [line for line in document.splitlines() if line.strip() and hit(line)]
+    return [n for n, line in enumerate(document.splitlines(), 1) if line.strip() and hit(line)]
+
+
+def search_lines(task: Task, turn: str) -> list[str] | None:
+    """The document lines of :func:`search_hits` (their text), or None for a turn that is not one ``grep`` call."""
+    hits = search_hits(task, turn)
+    if hits is None:
+        return None
+    lines = task.files[str(grep_arguments(turn).get("path", ""))].splitlines()  # type: ignore[union-attr]
+    return [lines[n - 1] for n in hits]
+
+
+def _workspace_path(path: Any) -> str:
+    return posixpath.normpath(str(path)).removeprefix("./")
+
+
+_READ_LINE = re.compile(r"\s*(\d+)\| (.*)")
+_GREP_LINE = re.compile(r"(\d+):(.*)")
 
 
 class ContinuationAgent:
@@ -175,12 +195,15 @@ class ContinuationAgent:
 
     ``prefixes`` maps a task id to the policy's turns. After them, each turn of the oracle's plan (``style`` as
     :class:`OracleAgent`) is played in order, except a ``grep`` of :func:`search_plan` whose result the episode
-    already holds: every line it would show has been shown (by the policy's own searches, however phrased), or it
-    matches nothing and an earlier complete plain-text search for a part of its pattern proved that (``service B``
-    showing no ``service B forwards`` line). Nothing is skipped on the oracle's knowledge alone, so each step of a
-    continuation follows from what the episode has shown: it reads on from where the policy got to and submits
-    once the evidence is in view. A demonstration built this way teaches the step the policy's own state calls for
-    (the caller trains only the continuation's turns), not a whole episode from a state the policy never reaches."""
+    already holds: every document line it would show (by line number: two equal lines are two lines) has been shown
+    by a ``grep`` or ``read_file`` of the episode (however phrased), or it matches nothing and an earlier complete,
+    successful plain-text search for a part of its pattern proved that (``service B`` showing no ``service B
+    forwards`` line). Lines count as shown only in those tools' own results, checked against the document: text
+    that merely echoes a line (an error, ``[no matches for '...']``, the prompt) shows nothing. Nothing is skipped
+    on the oracle's knowledge alone, so each step of a continuation follows from what the episode has shown: it
+    reads on from where the policy got to and submits once the evidence is in view. A demonstration built this way
+    teaches the step the policy's own state calls for (the caller trains only the continuation's turns), not a
+    whole episode from a state the policy never reaches."""
 
     def __init__(self, prefixes: Mapping[str, Sequence[str]], style: str = "tools") -> None:
         self.prefixes = prefixes
@@ -188,8 +211,9 @@ class ContinuationAgent:
         self._task: Task | None = None
         self._prefix: list[str] = []
         self._plan: list[str] = []
-        self._seen: list[str] = []
         self._last = ""
+        self._shown: set[tuple[str, int]] = set()
+        """(path, line number) of the document lines the episode's grep and read_file results showed whole."""
         self._searched: list[tuple[str, str]] = []
         """(path, pattern) of the episode's plain-text greps whose whole result was shown."""
 
@@ -197,15 +221,62 @@ class ContinuationAgent:
         self._task = task
         self._prefix = list(self.prefixes.get(task.id, ()))
         self._plan = OracleAgent(self.style).plan(task)
-        self._seen, self._last, self._searched = [], "", []
+        self._last, self._shown, self._searched = "", set(), []
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
-        self._seen.append(observation)
-        args = grep_arguments(self._last)
-        if args is not None and literal(args) and "more matches" not in observation and "grep failed" not in observation:
-            self._searched.append((str(args.get("path", ".")), str(literal(args))))
+        self._read(observation)
         self._last = self._prefix.pop(0) if self._prefix else self._next()
         return self._last
+
+    def _read(self, observation: str) -> None:
+        """Note what the last turn's calls showed. Each call that runs gets one ``<tool_response>`` block, in order
+        (a call the env rejects gets none): the blocks are paired with the calls only when every call got one."""
+        if not self._last or self._task is None:
+            return
+        calls = parse_turn(self._last).calls
+        blocks = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", observation, re.S)
+        if len(blocks) != len(calls):
+            return
+        for c, block in zip(calls, blocks, strict=True):
+            if c.name == "grep":
+                self._read_grep(c.arguments, block)
+            elif c.name == "read_file":
+                self._read_page(c.arguments, block)
+
+    def _read_grep(self, args: Mapping[str, Any], block: str) -> None:
+        assert self._task is not None
+        if block.startswith("[no matches for ") and "\n" not in block:
+            complete = True
+        else:
+            complete = True
+            for line in block.split("\n"):
+                path = next((p for p in self._task.files if line.startswith(p + ":")), None)
+                m = _GREP_LINE.fullmatch(line[len(path) + 1:]) if path is not None else None
+                if path is not None and m is not None and self._shows(path, int(m.group(1)), m.group(2)):
+                    continue
+                complete = False  # an error, a cut line or note, the "more matches" footer: not all was shown
+        pattern = literal(args)
+        if complete and pattern is not None:
+            self._searched.append((_workspace_path(args.get("path", ".")), pattern))
+
+    def _read_page(self, args: Mapping[str, Any], block: str) -> None:
+        assert self._task is not None
+        path = _workspace_path(args.get("path", ""))
+        if path not in self._task.files or not block.startswith(f"[{args.get('path')}: lines "):
+            return
+        for line in block.split("\n")[1:]:
+            m = _READ_LINE.fullmatch(line)
+            if m is not None:
+                self._shows(path, int(m.group(1)), m.group(2))
+
+    def _shows(self, path: str, n: int, text: str) -> bool:
+        """Note line ``n`` of ``path`` as shown when ``text`` is that line, whole; whether it is."""
+        assert self._task is not None
+        lines = self._task.files[path].splitlines()
+        if 1 <= n <= len(lines) and lines[n - 1] == text:
+            self._shown.add((path, n))
+            return True
+        return False
 
     def _next(self) -> str:
         while len(self._plan) > 1 and self._known(self._plan[0]):
@@ -214,14 +285,14 @@ class ContinuationAgent:
 
     def _known(self, turn: str) -> bool:
         assert self._task is not None
-        lines, args = search_lines(self._task, turn), grep_arguments(turn)
-        if lines is None or args is None:
+        hits, args = search_hits(self._task, turn), grep_arguments(turn)
+        if hits is None or args is None:
             return False
-        if lines:
-            seen = "\n".join(self._seen)
-            return all(line.strip()[:120] in seen for line in lines)
-        path, pattern = str(args.get("path", ".")), str(args.get("pattern", ""))
-        return bool(args.get("fixed_strings")) and any(p == path and q in pattern for p, q in self._searched)
+        path = _workspace_path(args.get("path", "."))
+        if hits:
+            return all((path, n) in self._shown for n in hits)
+        pattern = str(args.get("pattern", ""))
+        return args.get("fixed_strings") is True and any(p == path and q in pattern for p, q in self._searched)
 
 
 class NoopAgent(_PlanAgent):

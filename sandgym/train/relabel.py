@@ -56,12 +56,19 @@ def policy_prefixes(path: Path) -> list[tuple[str, tuple[str, ...]]]:
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        record = json.loads(line)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{lineno}: not JSON ({exc}); sft.source must be a JSONL of episodes, one per "
+                              "line, as `sandgym eval` writes episodes.jsonl") from None
         if not is_episodes(record):
             raise ConfigError(f"{path}:{lineno}: expected an episode (task_id and trajectory.turns, as `sandgym eval` "
                               "writes them, or task_id and turns, as a training run's trajectories.jsonl); fix or "
                               "remove the line")
         turns = (record.get("trajectory") or {}).get("turns") or record.get("turns") or []
+        if not all(isinstance(t, dict) for t in turns):
+            raise ConfigError(f"{path}:{lineno}: task {record['task_id']!r} has a turn that is not an object with "
+                              "\"text\"; fix or remove the line")
         out.append((str(record["task_id"]), tuple(str(t.get("text", "")) for t in turns[:-1])))
     return out
 
@@ -87,8 +94,9 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
     limit, out = config.rollout.max_turns, []
     room = limit + max((len(p) for _, p in pending), default=0) + 8  # every continuation runs to its end: the excess
     wide = replace(config, rollout=replace(config.rollout, max_turns=room))  # tells how many turns to give back
-    rc = RolloutConfig(max_new_tokens=4096, max_turns=room, max_total_tokens=16384, seed=config.seed)
-    for _ in range(RETRIES):
+    tokens = max(16384, config.rollout.max_total_tokens)  # a continuation that fits the budget is never cut short
+    rc = RolloutConfig(max_new_tokens=4096, max_turns=room, max_total_tokens=tokens, seed=config.seed)
+    for attempt in range(RETRIES):
         if not pending:
             break
         retry: list[tuple[Task, tuple[str, ...]]] = []
@@ -106,9 +114,9 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
                 if t.success and fits and t.num_turns > len(prefix):
                     out.append(Relabelled(t, len(prefix)))
                     counts[f"kept_turns={len(prefix)}"] += 1
-                elif prefix:
-                    over = max(1, t.num_turns - limit)
-                    retry.append((task, prefix[: max(0, len(prefix) - over)]))
+                elif prefix:  # the env's own turn cap (the task's) can cut the run short of telling the excess:
+                    over = max(1, t.num_turns - limit)  # the try before the last keeps none (the plain oracle)
+                    retry.append((task, () if attempt + 2 >= RETRIES else prefix[: max(0, len(prefix) - over)]))
                 else:
                     counts["unsolved_by_oracle"] += 1
         pending = retry

@@ -89,6 +89,79 @@ def test_without_a_prefix_the_continuation_is_the_oracle(env) -> None:
     assert result.success and said(result)[-1].arguments["answer"] == task.reference.answer
 
 
+def continued(env, task, prefix) -> list:
+    """The continuation's calls after ``prefix``."""
+    return said(run_episode(env, ContinuationAgent({task.id: prefix}), task))[len(prefix):]
+
+
+def test_equal_lines_are_distinct_evidence_a_copy_shown_does_not_show_the_others() -> None:
+    """A tracked variable's updates repeat (two ``UPDATE x += 3``): reading one of them is not reading the other."""
+    env = ToolEnv(tasks=[], code_action=None, max_turns=30)
+    tasks = [t for t in load_suite(SUITE, n=40, seed=0, difficulty=1) if t.family == "tracking"]
+    tried = 0
+    try:
+        for task in tasks:
+            doc, var = task.metadata["document"], task.metadata["variable"]
+            lines = task.files[doc].splitlines()
+            first: dict[str, int] = {}
+            for n, line in enumerate(lines, 1):
+                if line.startswith((f"SET {var} ", f"UPDATE {var} ")):
+                    first.setdefault(line, n)
+            evidence = sum(line.startswith((f"SET {var} ", f"UPDATE {var} ")) for line in lines)
+            if len(first) == evidence or tried == 2:
+                continue
+            tried += 1  # every distinct text has been read once, but not every line: the search is still needed
+            rest = continued(env, task, [call("read_file", path=doc, start_line=n, end_line=n) for n in first.values()])
+            assert [c.name for c in rest] == ["grep", "submit"], (task.id, rest)
+            every = [call("read_file", path=doc, start_line=n, end_line=n) for n, line in enumerate(lines, 1)
+                     if line.startswith((f"SET {var} ", f"UPDATE {var} "))]
+            assert [c.name for c in continued(env, task, every)] == ["submit"]  # every one of them read: submit
+    finally:
+        env.close()
+    assert tried
+
+
+def test_text_that_only_echoes_a_line_or_a_rejected_search_proves_nothing(env) -> None:
+    task = multihop(1)[0]
+    doc, chain = task.metadata["document"], task.metadata["chain"]
+    hop = f"service {chain[0]} forwards"
+    note = f"NOTE: {hop} all of its requests to service {chain[1]}."
+    echoed = [call("grep", pattern=note + " (verified)", path=doc, fixed_strings=True)]  # "[no matches for '...']"
+    assert [c.arguments.get("pattern") for c in continued(env, task, echoed)][0] == hop
+    rejected = [call("grep", pattern=f"service {chain[-1]}", path=doc, fixed_strings=True, max_count=5)]
+    patterns = [c.arguments.get("pattern") for c in continued(env, task, rejected)]
+    assert f"service {chain[-1]} forwards" in patterns  # a bad-arguments error is no complete search
+
+
+def test_a_page_read_shows_its_lines(env) -> None:
+    task = multihop(1)[0]
+    doc, chain = task.metadata["document"], task.metadata["chain"]
+    n = next(i for i, line in enumerate(task.files[doc].splitlines(), 1) if f"service {chain[0]} forwards" in line)
+    rest = continued(env, task, [call("read_file", path=doc, start_line=max(1, n - 3), end_line=n + 3)])
+    assert rest[0].arguments["pattern"] == f"service {chain[1]} forwards"
+
+
+def test_a_prefix_too_long_for_the_tasks_turn_cap_falls_back_to_the_plain_oracle(tiny_tokenizer) -> None:
+    """The task's own cap (8 turns at d1) cuts the wide run short of telling the excess: the last try keeps none."""
+    from sandgym.train.relabel import continuations
+
+    task = multihop(1)[0]
+    cfg = load_config(None, ["sft.source=\"e.jsonl\"", "rollout.max_turns=8", "rollout.code_action=\"none\"",
+                             "rollout.tools=[\"grep\", \"read_file\", \"submit\"]", "rollout.max_total_tokens=16384",
+                             "domains.mix=[{suite=\"" + SUITE + "\", n_tasks=40, difficulty=1}]"])
+    prefix = (call("read_file", path=task.metadata["document"], end_line=5),) * 7  # ran out of its 8 turns
+    relabelled, counts = continuations(cfg, tiny_tokenizer, [(task.id, prefix)])
+    assert [r.kept for r in relabelled] == [0] and counts["gave_up"] == 0
+
+
+def test_a_bad_episodes_line_is_named(tmp_path) -> None:
+    from sandgym.train.relabel import policy_prefixes
+
+    (tmp_path / "e.jsonl").write_text(json.dumps(eval_row("t", ["a", "b"])) + "\n{not json\n")
+    with pytest.raises(ConfigError, match=r"e.jsonl:2: not JSON"):
+        policy_prefixes(tmp_path / "e.jsonl")
+
+
 def episodes_file(path, rows) -> str:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)
