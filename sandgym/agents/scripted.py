@@ -205,9 +205,13 @@ class ContinuationAgent:
     teaches the step the policy's own state calls for (the caller trains only the continuation's turns), not a
     whole episode from a state the policy never reaches."""
 
-    def __init__(self, prefixes: Mapping[str, Sequence[str]], style: str = "tools") -> None:
+    def __init__(self, prefixes: Mapping[str, Sequence[str]], style: str = "tools",
+                 labels: dict[str, list[str]] | None = None) -> None:
         self.prefixes = prefixes
         self.style = style
+        self.labels = labels
+        """When given, ``labels[task_id]`` gets the oracle's turn for each state the episode reaches, the policy's
+        own included (what the oracle would have done instead of each of the policy's turns)."""
         self._task: Task | None = None
         self._prefix: list[str] = []
         self._plan: list[str] = []
@@ -225,6 +229,8 @@ class ContinuationAgent:
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         self._read(observation)
+        if self.labels is not None and self._task is not None:
+            self.labels.setdefault(self._task.id, []).append(self._peek())
         self._last = self._prefix.pop(0) if self._prefix else self._next()
         return self._last
 
@@ -282,6 +288,10 @@ class ContinuationAgent:
         while len(self._plan) > 1 and self._known(self._plan[0]):
             self._plan.pop(0)
         return self._plan.pop(0) if len(self._plan) > 1 else self._plan[0]
+
+    def _peek(self) -> str:
+        """The turn :meth:`_next` would play in this state, without playing it."""
+        return next((turn for turn in self._plan[:-1] if not self._known(turn)), self._plan[-1])
 
     def _known(self, turn: str) -> bool:
         assert self._task is not None

@@ -147,6 +147,11 @@ class SFTConfig:
     """Demonstration format: "tools" (multi-turn tool calls), "code" (one fenced python block, for single-file
     coding tasks), "fix" (test-and-fix: for half the tasks a block with one bug, its failing test run, the fixed
     block, then SUBMIT), "auto" (code when ``rollout.code_action = "submit"``, fix when "test", else tools)."""
+    relabel: Literal["all_states", "last_state"] = "all_states"
+    """With ``source`` = the policy's episodes: "all_states" labels every state the policy visited with the oracle's
+    turn (the policy's turns that agree are trained, each one that does not gets a demonstration of the oracle's
+    turn in its place, and the oracle continues from the last state); "last_state" trains only the continuation
+    from the state the episode reached before its last turn."""
     episodes: int = 64
     epochs: int = 2
     lr: float = 2e-4

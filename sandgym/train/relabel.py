@@ -24,6 +24,7 @@ from typing import Any
 from sandgym.agents.policy import ScriptedPolicy
 from sandgym.agents.scripted import ContinuationAgent
 from sandgym.agents.trajectory import Trajectory
+from sandgym.envs.parsing import parse_turn
 from sandgym.errors import ConfigError
 from sandgym.tasks.task import Task
 from sandgym.train import components
@@ -36,10 +37,13 @@ RETRIES = 4
 
 @dataclass(frozen=True)
 class Relabelled:
-    """One continuation: the trajectory and how many of its first turns are the policy's own (not trained)."""
+    """One demonstration: the trajectory, how many of its first turns are the policy's own, and the turns trained on
+    (the oracle's; with ``sft.relabel = "all_states"`` also the policy's turns that are what the oracle would have
+    done). The sample ends with the last trained turn."""
 
     trajectory: Trajectory
     kept: int
+    trained: tuple[int, ...]
 
 
 def is_episodes(record: Any) -> bool:
@@ -73,11 +77,25 @@ def policy_prefixes(path: Path) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
+def same_turn(a: str, b: str) -> bool:
+    """Whether two turns are the same action: the same tool calls with the same arguments (or, without calls, the
+    same text)."""
+    ca, cb = parse_turn(a).calls, parse_turn(b).calls
+    if ca or cb:
+        return [(c.name, dict(c.arguments)) for c in ca] == [(c.name, dict(c.arguments)) for c in cb]
+    return a.strip() == b.strip()
+
+
 def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[str, tuple[str, ...]]]
                   ) -> tuple[list[Relabelled], dict[str, int]]:
     """The oracle's continuation of each episode that fits the budget and solves its task, and counts of what
-    happened (``kept_turns=K``: continuations after K of the policy's turns; ``skipped_unknown_task``)."""
-    from sandgym.agents.rollout import RolloutConfig, rollout
+    happened (``kept_turns=K``: continuations after K of the policy's turns; ``skipped_unknown_task``).
+
+    With ``sft.relabel = "all_states"`` (DAgger proper: every state the policy visited gets the oracle's label) a
+    continuation also trains the policy's turns that agree with the oracle's, and each policy turn that does not
+    gets its own demonstration: the policy's turns before it, then the oracle's turn in its place, trained alone
+    (``corrections``)."""
+    from sandgym.agents.rollout import RolloutConfig
 
     tasks = {t.id: t for ts in components.domain_tasks(config).values() for t in ts}
     counts: Counter[str] = Counter()
@@ -91,7 +109,8 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
         raise ConfigError(f"sft.source={config.sft.source!r}: none of its {len(episodes)} episodes is of a train task "
                           "of the configured domains; collect them with `sandgym eval` on the domains' train suites "
                           "(the same seed and n_tasks as [[domains.mix]])")
-    limit, out = config.rollout.max_turns, []
+    limit, out, every = config.rollout.max_turns, [], config.sft.relabel == "all_states"
+    fixes: list[tuple[Task, tuple[str, ...]]] = []
     room = limit + max((len(p) for _, p in pending), default=0) + 8  # every continuation runs to its end: the excess
     wide = replace(config, rollout=replace(config.rollout, max_turns=room))  # tells how many turns to give back
     tokens = max(16384, config.rollout.max_total_tokens)  # a continuation that fits the budget is never cut short
@@ -101,10 +120,7 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
             break
         retry: list[tuple[Task, tuple[str, ...]]] = []
         for batch in _one_per_task(pending):  # an agent finds its prefix by task id: one episode of a task a batch
-            prefixes = {task.id: prefix for task, prefix in batch}
-            policy = ScriptedPolicy(partial(ContinuationAgent, prefixes), tokenizer=tokenizer)
-            trajs = rollout(policy, components.env_factory(wide), [task for task, _ in batch], config=rc)
-            done = {t.task_id: t for t in trajs}
+            done, labels = _play(batch, tokenizer, components.env_factory(wide), rc)
             for task, prefix in batch:
                 t = done.get(task.id)
                 if t is None:
@@ -112,8 +128,10 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
                     continue
                 fits = t.num_turns <= limit and len(t.token_ids) <= config.rollout.max_total_tokens
                 if t.success and fits and t.num_turns > len(prefix):
-                    out.append(Relabelled(t, len(prefix)))
+                    agree = [j for j in range(len(prefix)) if every and same_turn(prefix[j], labels[task.id][j])]
+                    out.append(Relabelled(t, len(prefix), (*agree, *range(len(prefix), t.num_turns))))
                     counts[f"kept_turns={len(prefix)}"] += 1
+                    fixes += [(task, prefix[:j]) for j in range(len(prefix)) if every and j not in agree]
                 elif prefix:  # the env's own turn cap (the task's) can cut the run short of telling the excess:
                     over = max(1, t.num_turns - limit)  # the try before the last keeps none (the plain oracle)
                     retry.append((task, () if attempt + 2 >= RETRIES else prefix[: max(0, len(prefix) - over)]))
@@ -121,7 +139,26 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
                     counts["unsolved_by_oracle"] += 1
         pending = retry
     counts["gave_up"] += len(pending)
+    for batch in _one_per_task(fixes):  # the oracle's turn in place of each of the policy's that differs from it
+        done, _ = _play(batch, tokenizer, components.env_factory(wide), rc)
+        for task, prefix in batch:
+            t = done.get(task.id)
+            if t is not None and t.num_turns > len(prefix):
+                out.append(Relabelled(t, len(prefix), (len(prefix),)))
+                counts["corrections"] += 1
     return out, dict(counts)
+
+
+def _play(batch: Sequence[tuple[Task, tuple[str, ...]]], tokenizer: Any, make_env: Any, rc: Any
+          ) -> tuple[dict[str, Trajectory], dict[str, list[str]]]:
+    """Each task's prefix, then the oracle: the trajectories and the oracle's label at each state, by task id."""
+    from sandgym.agents.rollout import rollout
+
+    prefixes = {task.id: prefix for task, prefix in batch}
+    labels: dict[str, list[str]] = {}
+    policy = ScriptedPolicy(partial(ContinuationAgent, prefixes, labels=labels), tokenizer=tokenizer)
+    trajs = rollout(policy, make_env, [task for task, _ in batch], config=rc)
+    return {t.task_id: t for t in trajs}, labels
 
 
 def _one_per_task(items: Sequence[tuple[Task, tuple[str, ...]]]) -> list[list[tuple[Task, tuple[str, ...]]]]:
@@ -135,25 +172,26 @@ def _one_per_task(items: Sequence[tuple[Task, tuple[str, ...]]]) -> list[list[tu
     return batches
 
 
-def continuation_mask(r: Relabelled) -> tuple[int, ...]:
-    """1 on the completion tokens of the continuation's turns (those after the policy's ``kept`` turns)."""
+def trained_mask(r: Relabelled) -> tuple[int, ...]:
+    """1 on the completion tokens of the trained turns, up to the end of the last one (the sample's length)."""
     mask: list[int] = []
-    for i, turn in enumerate(r.trajectory.turns):
-        mask += [0] * len(turn.prompt_token_ids) + [int(i >= r.kept)] * len(turn.completion_token_ids)
+    for i, turn in enumerate(r.trajectory.turns[: max(r.trained) + 1]):
+        mask += [0] * len(turn.prompt_token_ids) + [int(i in r.trained)] * len(turn.completion_token_ids)
     return tuple(mask)
 
 
 def relabelled_samples(config: TrainConfig, tokenizer: Any, out: Path) -> list[Sample]:
     """Samples of the continuations of ``sft.source``'s episodes; writes ``out/relabelled.jsonl`` (one line each:
-    the trajectory and ``kept``) and ``out/relabel_counts.json``."""
+    the trajectory, ``kept`` and ``trained``) and ``out/relabel_counts.json``."""
     episodes = policy_prefixes(Path(config.sft.source))
     relabelled, counts = continuations(config, tokenizer, episodes)
     (out / "relabel_counts.json").write_text(json.dumps(counts, indent=2, sort_keys=True), encoding="utf-8")
     with open(out / "relabelled.jsonl", "w", encoding="utf-8") as f:
         for r in relabelled:
-            f.write(json.dumps({"kept": r.kept, "trajectory": r.trajectory.to_json()}) + "\n")
+            f.write(json.dumps({"kept": r.kept, "trained": r.trained, "trajectory": r.trajectory.to_json()}) + "\n")
     samples = []
     for r in relabelled:
-        mask = continuation_mask(r)
-        samples.append(Sample(r.trajectory.token_ids, mask, r.trajectory.logprobs, tuple(float(m) for m in mask)))
+        mask = trained_mask(r)
+        t = r.trajectory
+        samples.append(Sample(t.token_ids[: len(mask)], mask, t.logprobs[: len(mask)], tuple(float(m) for m in mask)))
     return samples

@@ -175,7 +175,7 @@ def eval_row(task_id: str, texts: list[str]) -> dict:
 def test_relabelled_samples_train_only_the_continuation(tmp_path, tiny_model_dir) -> None:
     from transformers import AutoTokenizer
 
-    from sandgym.train.relabel import continuation_mask, continuations, policy_prefixes
+    from sandgym.train.relabel import continuations, policy_prefixes, trained_mask
 
     tasks = multihop(3)
     a, b, c = tasks
@@ -187,7 +187,7 @@ def test_relabelled_samples_train_only_the_continuation(tmp_path, tiny_model_dir
     ]
     src = episodes_file(tmp_path / "episodes.jsonl", rows)
     cfg = load_config(None, [f"model.name={json.dumps(str(tiny_model_dir))}", f"sft.source={json.dumps(src)}",
-                             "rollout.max_turns=6", "rollout.code_action=\"none\"",
+                             "sft.relabel=\"last_state\"", "rollout.max_turns=6", "rollout.code_action=\"none\"",
                              "rollout.tools=[\"grep\", \"read_file\", \"submit\"]", "rollout.max_total_tokens=16384",
                              "domains.mix=[{suite=\"" + SUITE + "\", n_tasks=40, difficulty=1}]"])
     prefixes = policy_prefixes(tmp_path / "episodes.jsonl")
@@ -200,10 +200,43 @@ def test_relabelled_samples_train_only_the_continuation(tmp_path, tiny_model_dir
     for r in relabelled:
         t = r.trajectory
         assert t.success and t.num_turns <= 6
-        mask = continuation_mask(r)
+        mask = trained_mask(r)
+        assert r.trained == tuple(range(r.kept, t.num_turns))
         assert len(mask) == len(t.token_ids) and sum(mask) > 0
         policy_tokens = sum(len(x.completion_token_ids) for x in t.turns[: r.kept])
         assert sum(mask) == sum(t.action_mask) - policy_tokens  # the policy's turns stay context only
+
+
+def test_every_state_the_policy_visited_gets_the_oracles_turn(tmp_path, tiny_model_dir) -> None:
+    """DAgger proper: the policy's turns that are the oracle's are trained; each one that is not gets a sample of
+    the oracle's turn in its place, ending there; the continuation from the last state is trained as before."""
+    from transformers import AutoTokenizer
+
+    from sandgym.train.relabel import continuations, same_turn, trained_mask
+
+    task = multihop(1)[0]
+    chain = task.metadata["chain"]
+    oracle_hop = grep(task, f"service {chain[0]} forwards")
+    wrong = grep(task, "no such line")
+    prefix = (oracle_hop, wrong, grep(task, f"service {chain[1]} forwards"))  # right, wrong, right
+    cfg = load_config(None, [f"model.name={json.dumps(str(tiny_model_dir))}", "rollout.max_turns=8",
+                             "rollout.code_action=\"none\"", "rollout.max_total_tokens=16384",
+                             "rollout.tools=[\"grep\", \"read_file\", \"submit\"]",
+                             "domains.mix=[{suite=\"" + SUITE + "\", n_tasks=40, difficulty=1}]"])
+    relabelled, counts = continuations(cfg, AutoTokenizer.from_pretrained(tiny_model_dir), [(task.id, prefix)])
+    assert counts["kept_turns=3"] == 1 and counts["corrections"] == 1
+    whole = next(r for r in relabelled if r.kept == 3)
+    assert whole.trained[:2] == (0, 2) and whole.trained[2:] == tuple(range(3, whole.trajectory.num_turns))
+    fix = next(r for r in relabelled if r.kept == 1)
+    assert fix.trained == (1,)
+    assert same_turn(fix.trajectory.turns[0].text, oracle_hop)
+    assert same_turn(fix.trajectory.turns[1].text, grep(task, f"service {chain[1]} forwards"))  # not the wrong grep
+    mask = trained_mask(fix)
+    assert len(mask) < len(fix.trajectory.token_ids)  # the sample ends with the trained turn
+    assert sum(mask) == len(fix.trajectory.turns[1].completion_token_ids)
+    assert same_turn('<tool_call>{"name": "grep", "arguments": {"path": "a", "pattern": "b"}}</tool_call>',
+                     '<tool_call> {"name": "grep", "arguments": {"pattern": "b", "path": "a"}} </tool_call>')
+    assert not same_turn(oracle_hop, wrong)
 
 
 def test_run_sft_on_episodes_writes_the_relabelled_demonstrations(tmp_path, tiny_model_dir) -> None:
@@ -216,10 +249,11 @@ def test_run_sft_on_episodes_writes_the_relabelled_demonstrations(tmp_path, tiny
                              "rollout.tools=[\"grep\", \"read_file\", \"submit\"]",
                              "domains.mix=[{suite=\"" + SUITE + "\", n_tasks=40, difficulty=1}]"])
     result = run_sft(cfg, tmp_path / "sft")
-    assert result.demonstrations == 1 and all(x == x for x in result.losses)
-    lines = (tmp_path / "sft" / "relabelled.jsonl").read_text().splitlines()
-    assert json.loads(lines[0])["kept"] == 1
-    assert json.loads((tmp_path / "sft" / "relabel_counts.json").read_text()) == {"gave_up": 0, "kept_turns=1": 1}
+    assert result.demonstrations == 2 and all(x == x for x in result.losses)  # the continuation and a correction
+    lines = [json.loads(line) for line in (tmp_path / "sft" / "relabelled.jsonl").read_text().splitlines()]
+    assert [(x["kept"], x["trained"][0]) for x in lines] == [(1, 1), (0, 0)]  # the broad grep is not the oracle's
+    assert json.loads((tmp_path / "sft" / "relabel_counts.json").read_text()) == {
+        "corrections": 1, "gave_up": 0, "kept_turns=1": 1}
 
 
 def test_episodes_of_no_trained_task_fail_early_with_the_fix(tmp_path, tiny_model_dir) -> None:
