@@ -1,15 +1,18 @@
 """Stage 2 of the DAgger-style lever for issue 16 at >= 4K: the warm start's own episodes, continued by the oracle.
 
     python docs/results/long_context_dagger_s15/dagger.py OUT [--lc-s9 /work/runs/lc_s9] [--epochs 2] [--lr 1e-4]
+        [--relabel last_state|all_states] [--name sft]
 
 - SFT (``sft.source`` = ``OUT/collect/warm_start/episodes.jsonl`` from ``collect.py``): each of the warm start's
   episodes on the 4K/8K training tasks is replayed but for its last turn, the oracle continues it from the state
   it reached (``sandgym.train.relabel``), and the warm start (session 9's 64 x 3 adapter) is trained further on
-  the continuations' turns only: ``OUT/sft_dagger/adapter``.
+  the continuations' turns only (``--relabel last_state``, session 15's first run) or on the oracle's label of
+  every state the warm start visited (``all_states``): ``OUT/sft_dagger/adapter`` (``--name`` other than ``sft``:
+  ``OUT/sft_dagger_NAME/adapter``).
 - Evaluation: that adapter on the 60 held-out 4K/8K tasks (30 per length, 1 sample) every earlier >= 4K run
   scored, written where ``rl_long_only.py`` reads its warm start's evaluation (``OUT/eval/sft``), paired with the
   warm start's own rows (``--warm-start-eval``).
-- ``OUT/lc_dagger`` is laid out like session 9's run (``train/sft/adapter`` -> the new adapter, ``eval/sft_rl`` ->
+- ``OUT/lc_dagger`` (``OUT/lc_dagger_NAME``) is laid out like session 9's run (``train/sft/adapter`` -> the new adapter, ``eval/sft_rl`` ->
   session 9's) so that RL from the new adapter is ``rl_long_only.py OUT --lc-s9 OUT/lc_dagger ...``.
 """
 
@@ -39,25 +42,29 @@ def main() -> int:
     ap.add_argument("--warm-start-eval", default="/work/runs/lc4k_s12/eval/sft")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--relabel", default="last_state", choices=("last_state", "all_states"))
+    ap.add_argument("--name", default="sft", help="the evaluation's name (OUT/eval/NAME)")
     args = ap.parse_args()
     out, s9 = Path(args.out), Path(args.lc_s9)
     warm = s9 / "train" / "sft" / "adapter"
     episodes = out / "collect" / "warm_start" / "episodes.jsonl"
     base = load_config(str(CONFIG), [f'out_dir="{out / "train"}"', f"sft.source={json.dumps(str(episodes))}",
-                                     f"sft.epochs={args.epochs}", f"sft.lr={args.lr}"])
+                                     f"sft.epochs={args.epochs}", f"sft.lr={args.lr}",
+                                     f'sft.relabel="{args.relabel}"'])
     mix = tuple(replace(d, n_tasks=48) for d in base.domains.mix if any(k in d.suite for k in LONG))
     config = replace(base, init="base", domains=replace(base.domains, mix=mix),
                      model=replace(base.model, adapter=str(warm)))
     timings = {}
-    adapter = out / "sft_dagger" / "adapter"
+    suffix = "" if args.name == "sft" else f"_{args.name}"
+    adapter = out / f"sft_dagger{suffix}" / "adapter"
     if not (adapter / "adapter_config.json").is_file():
         t = time.perf_counter()
-        result = run_sft(config, out / "sft_dagger")
+        result = run_sft(config, adapter.parent)
         timings["sft"] = time.perf_counter() - t
         print(f"sft: {result.demonstrations} continuations, epoch losses {result.losses}")
     ecfg = eval_config(config, out / "eval", n_tasks=30, samples=1, seeds=1)
     t = time.perf_counter()
-    rows = evaluate(str(adapter), "sft", ecfg, out / "eval")
+    rows = evaluate(str(adapter), args.name, ecfg, out / "eval")
     timings["eval"] = time.perf_counter() - t
     ids = {(r.task_id, r.sample, r.seed) for r in rows}
     warm_rows = [r for r in read_rows(Path(args.warm_start_eval)) if (r.task_id, r.sample, r.seed) in ids]
@@ -67,15 +74,15 @@ def main() -> int:
     print(f"dagger sft: all {format_interval(m['overall']['completion'])}, trained "
           f"{format_interval(m['transfer']['trained'].get('completion'))}; over the warm start "
           f"{format_interval(g.get('diff'), signed=True)} {format_p(g.get('p_value'))} ({len(warm_rows)} paired)")
-    (out / "dagger_summary.json").write_text(json.dumps({"timings": timings, "metrics": m}, indent=2, default=str),
+    (out / f"dagger_summary{suffix}.json").write_text(json.dumps({"timings": timings, "metrics": m}, indent=2, default=str),
                                              encoding="utf-8")
-    like = out / "lc_dagger"
+    like = out / f"lc_dagger{suffix}"
     (like / "train" / "sft").mkdir(parents=True, exist_ok=True)
     (like / "eval").mkdir(parents=True, exist_ok=True)
     for link, target in ((like / "train" / "sft" / "adapter", adapter), (like / "eval" / "sft_rl", s9 / "eval" / "sft_rl")):
         if not link.exists():
             link.symlink_to(target.resolve())
-    print(f"adapter: {adapter}; eval: {out / 'eval' / 'sft'}; summary: {out / 'dagger_summary.json'}; RL: "
+    print(f"adapter: {adapter}; eval: {out / 'eval' / args.name}; summary: {out / f'dagger_summary{suffix}.json'}; RL: "
           f"rl_long_only.py {out} --lc-s9 {like}")
     return 0
 
