@@ -201,7 +201,10 @@ class ContinuationAgent:
     forwards`` line). Lines count as shown only in those tools' own results, checked against the document: text
     that merely echoes a line (an error, ``[no matches for '...']``, the prompt) shows nothing. Nothing is skipped
     on the oracle's knowledge alone, so each step of a continuation follows from what the episode has shown: it
-    reads on from where the policy got to and submits once the evidence is in view. A demonstration built this way
+    reads on from where the policy got to and submits once the evidence is in view. In test-and-fix (style
+    ``fix``) the continuation is the reference block then ``SUBMIT``, or ``SUBMIT`` at once when the episode's last
+    block passed its visible tests (what the policy can know; a block that then fails the hidden tests makes the
+    caller keep fewer of the policy's turns). A demonstration built this way
     teaches the step the policy's own state calls for (the caller trains only the continuation's turns), not a
     whole episode from a state the policy never reaches."""
 
@@ -220,14 +223,21 @@ class ContinuationAgent:
         """(path, line number) of the document lines the episode's grep and read_file results showed whole."""
         self._searched: list[tuple[str, str]] = []
         """(path, pattern) of the episode's plain-text greps whose whole result was shown."""
+        self._passed = False
+        """Test-and-fix: the episode's last code block passed every visible test."""
 
     def reset(self, task: Task) -> None:
         self._task = task
         self._prefix = list(self.prefixes.get(task.id, ()))
         self._plan = OracleAgent(self.style).plan(task)
-        self._last, self._shown, self._searched = "", set(), []
+        if self.style == "fix" and self._plan[-1] == "SUBMIT":
+            self._plan = self._plan[-2:]  # the reference, then SUBMIT: a continuation never shows the planted bug
+        self._last, self._shown, self._searched, self._passed = "", set(), [], False
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        if "```" in self._last:  # test-and-fix: a block was saved and its visible tests run
+            m = re.search(r"Visible tests: (\d+) passed, 0 not passed \(of (\d+)\)", observation)
+            self._passed = bool(m and m.group(1) == m.group(2))
         self._read(observation)
         if self.labels is not None and self._task is not None:
             self.labels.setdefault(self._task.id, []).append(self._peek())
@@ -295,6 +305,8 @@ class ContinuationAgent:
 
     def _known(self, turn: str) -> bool:
         assert self._task is not None
+        if turn.startswith("```python"):
+            return self._passed  # the episode's last block passed its visible tests: SUBMIT it, do not rewrite it
         hits, args = search_hits(self._task, turn), grep_arguments(turn)
         if hits is None or args is None:
             return False

@@ -140,8 +140,8 @@ class SFTConfig:
     """"oracle" (scripted oracle on the train domains), a JSONL of chat transcripts, or user feedback imported by
     ``sandgym feedback import`` (reward-weighted SFT: accepted outputs and users' edits, weighted by their reward;
     ``sandgym.train.feedback_sft``), or the policy's own episodes on the domains' train tasks (``sandgym eval``'s
-    ``episodes.jsonl``), each continued by the oracle from the state the policy reached and trained on the
-    continuation only (DAgger-style; ``sandgym.train.relabel``; start from the policy with ``model.adapter``).
+    ``episodes.jsonl``), each state of them labelled by the oracle and continued from the last (DAgger-style,
+    see ``relabel``; ``sandgym.train.relabel``; start from the policy with ``model.adapter``).
     A file's kind is read from its first record."""
     oracle_style: Literal["auto", "tools", "code", "fix"] = "auto"
     """Demonstration format: "tools" (multi-turn tool calls), "code" (one fenced python block, for single-file
@@ -156,6 +156,12 @@ class SFTConfig:
     epochs: int = 2
     lr: float = 2e-4
     micro_batch: int = 4
+
+    def style(self, code_action: str) -> str:
+        """The oracle's demonstration format for an env with ``code_action`` (``oracle_style``, "auto" resolved)."""
+        if self.oracle_style != "auto":
+            return self.oracle_style
+        return {"submit": "code", "test": "fix"}.get(code_action, "tools")
 
 
 @dataclass(frozen=True)

@@ -106,9 +106,7 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     tasks = [t for ts in components.domain_tasks(config).values() for t in ts]
     rng = random.Random(config.seed)
     rng.shuffle(tasks)
-    style: str = config.sft.oracle_style
-    if style == "auto":
-        style = {"submit": "code", "test": "fix"}.get(config.rollout.code_action, "tools")
+    style = config.sft.style(config.rollout.code_action)
     # test-and-fix: a planted bug fails the visible tests only sometimes, so draw from 3x the tasks and balance
     tasks = tasks[: config.sft.episodes * (3 if style == "fix" else 1)]
     policy = ScriptedPolicy(lambda: OracleAgent(style=style), tokenizer=tokenizer)

@@ -162,6 +162,25 @@ def test_a_bad_episodes_line_is_named(tmp_path) -> None:
         policy_prefixes(tmp_path / "e.jsonl")
 
 
+def test_a_test_and_fix_continuation_fixes_a_failing_block_and_submits_a_passing_one() -> None:
+    from sandgym.agents.scripted import fenced
+    from sandgym.envs.factory import tool_env_factory
+
+    env = tool_env_factory(code_action="test", tools=["submit"], max_turns=4)()
+    try:
+        task = next(t for t in load_suite("coding/strings:train", n=8, seed=0, difficulty=1) if t.visible_tests)
+        reference = fenced(task.reference.files[task.metadata.get("entry_file", "solution.py")])
+        broken = fenced("def nothing():\n    return None\n")
+        fixed = run_episode(env, ContinuationAgent({task.id: [broken]}, "fix"), task)
+        turns = [m["content"] for m in fixed.messages if m["role"] == "assistant"]
+        assert fixed.success and turns == [broken, reference, "SUBMIT"]  # never the planted bug of a fix demo
+        passed = run_episode(env, ContinuationAgent({task.id: [reference]}, "fix"), task)
+        assert passed.success and [m["content"] for m in passed.messages if m["role"] == "assistant"] == [
+            reference, "SUBMIT"]  # what passed its visible tests is submitted, not rewritten
+    finally:
+        env.close()
+
+
 def episodes_file(path, rows) -> str:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)
