@@ -1,0 +1,63 @@
+"""A second sampling seed for session 15's >= 4K comparison: the relabelled SFT and its RL adapter on the same 60
+held-out 4K/8K tasks with seed 1, and both seeds together (each task's mean over 2 samples, paired per task).
+
+    python docs/results/long_context_dagger_s15/second_seed.py OUT
+
+Seeds the new folders with seed 0's episodes (``OUT/eval/sft``, ``OUT/eval/rl_dagger_evidence``; an evaluation
+resumes, so only seed 1 runs), evaluates ``OUT/sft_dagger/adapter`` and ``OUT/train`` (RL's last checkpoint), and
+writes ``OUT/second_seed.json`` with the paired gain per seed and over both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from sandgym.evaluate.aggregate import aggregate
+from sandgym.evaluate.metrics import format_interval, format_p
+from sandgym.experiments.demo import eval_config, evaluate
+from sandgym.train.config import load_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "long_context_4k_s12"))
+from rl_long_only import CONFIG, LONG  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    args = ap.parse_args()
+    out = Path(args.out)
+    base = load_config(str(CONFIG), [])
+    mix = tuple(replace(d, n_tasks=48) for d in base.domains.mix if any(k in d.suite for k in LONG))
+    config = replace(base, domains=replace(base.domains, mix=mix))
+    ecfg = eval_config(config, out / "eval_2seeds", n_tasks=30, samples=1, seeds=2)
+    rows = {}
+    for name, spec in {"sft": out / "sft_dagger" / "adapter", "rl_dagger_evidence": out / "train"}.items():
+        folder = out / "eval_2seeds" / name
+        if not folder.exists():
+            folder.mkdir(parents=True)
+            shutil.copy(out / "eval" / name / "episodes.jsonl", folder / "episodes.jsonl")
+        rows[name] = evaluate(str(spec), name, ecfg, out / "eval_2seeds")
+    summary = {}
+    for seeds in ((0,), (1,), (0, 1)):
+        cand = [r for r in rows["rl_dagger_evidence"] if r.seed in seeds]
+        ref = [r for r in rows["sft"] if r.seed in seeds]
+        m = aggregate(cand, samples=1, baseline=ref)
+        g = m["baseline"]["gain_overall"]
+        key = "+".join(map(str, seeds))
+        summary[key] = {"rl": m["overall"]["completion"], "sft": aggregate(ref, samples=1)["overall"]["completion"],
+                        "gain": g, "gain_by_length": m["baseline"].get("gain_by_length"),
+                        "gain_trained": m["baseline"].get("gain_trained")}
+        print(f"seeds {key}: RL over SFT {format_interval(g['diff'], signed=True)} {format_p(g['p_value'])} "
+              f"({g['n_pairs']} tasks)")
+    (out / "second_seed.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    print(f"summary: {out / 'second_seed.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
