@@ -18,12 +18,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from sandgym.evaluate.aggregate import aggregate
-from sandgym.evaluate.metrics import format_interval, format_p
 from sandgym.experiments.demo import eval_config, evaluate
 from sandgym.train.config import load_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "long_context_4k_s12"))
-from rl_long_only import CONFIG, LONG  # noqa: E402
+from rl_long_only import CONFIG, LONG, gain  # noqa: E402
 
 
 def main() -> int:
@@ -52,8 +51,7 @@ def main() -> int:
         summary[key] = {"rl": m["overall"]["completion"], "sft": aggregate(ref, samples=1)["overall"]["completion"],
                         "gain": g, "gain_by_length": m["baseline"].get("gain_by_length"),
                         "gain_trained": m["baseline"].get("gain_trained")}
-        print(f"seeds {key}: RL over SFT {format_interval(g['diff'], signed=True)} {format_p(g['p_value'])} "
-              f"({g['n_pairs']} tasks)")
+        print(f"seeds {key}: RL over SFT {gain(g)} ({g['n_pairs']} tasks)")
     (out / "second_seed.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     print(f"summary: {out / 'second_seed.json'}")
     return 0
