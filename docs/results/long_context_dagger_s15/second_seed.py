@@ -1,11 +1,13 @@
 """A second sampling seed for session 15's >= 4K comparison: the relabelled SFT and its RL adapter on the same 60
 held-out 4K/8K tasks with seed 1, and both seeds together (each task's mean over 2 samples, paired per task).
 
-    python docs/results/long_context_dagger_s15/second_seed.py OUT
+    python docs/results/long_context_dagger_s15/second_seed.py OUT [--sft ADAPTER] [--rl RUN_DIR] [--rl-name NAME]
 
-Seeds the new folders with seed 0's episodes (``OUT/eval/sft``, ``OUT/eval/rl_dagger_evidence``; an evaluation
-resumes, so only seed 1 runs), evaluates ``OUT/sft_dagger/adapter`` and ``OUT/train`` (RL's last checkpoint), and
-writes ``OUT/second_seed.json`` with the paired gain per seed and over both.
+Seeds the new folders (``OUT/eval_2seeds``) with seed 0's episodes (``OUT/eval/sft``, ``OUT/eval/NAME``; an
+evaluation resumes, so only seed 1 runs), evaluates the SFT adapter (default ``OUT/sft_dagger/adapter``) and the RL
+run (default ``OUT/train``, its last checkpoint), and writes ``OUT/second_seed.json`` with the paired gain per seed
+and over both. The second pairing: ``second_seed.py /work/runs/dagger_s15_all --sft
+/work/runs/dagger_s15/sft_dagger_sft_all/adapter --rl-name rl_dagger_all_evidence``.
 """
 
 from __future__ import annotations
@@ -28,14 +30,18 @@ from rl_long_only import CONFIG, LONG, gain  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
+    ap.add_argument("--sft", help="the SFT adapter (default OUT/sft_dagger/adapter)")
+    ap.add_argument("--rl", help="the RL run directory (default OUT/train)")
+    ap.add_argument("--rl-name", default="rl_dagger_evidence", help="the RL adapter's evaluation name in OUT/eval")
     args = ap.parse_args()
     out = Path(args.out)
+    sft, rl = Path(args.sft or out / "sft_dagger" / "adapter"), Path(args.rl or out / "train")
     base = load_config(str(CONFIG), [])
     mix = tuple(replace(d, n_tasks=48) for d in base.domains.mix if any(k in d.suite for k in LONG))
     config = replace(base, domains=replace(base.domains, mix=mix))
     ecfg = eval_config(config, out / "eval_2seeds", n_tasks=30, samples=1, seeds=2)
     rows = {}
-    for name, spec in {"sft": out / "sft_dagger" / "adapter", "rl_dagger_evidence": out / "train"}.items():
+    for name, spec in {"sft": sft, args.rl_name: rl}.items():
         folder = out / "eval_2seeds" / name
         if not folder.exists():
             folder.mkdir(parents=True)
@@ -43,7 +49,7 @@ def main() -> int:
         rows[name] = evaluate(str(spec), name, ecfg, out / "eval_2seeds")
     summary = {}
     for seeds in ((0,), (1,), (0, 1)):
-        cand = [r for r in rows["rl_dagger_evidence"] if r.seed in seeds]
+        cand = [r for r in rows[args.rl_name] if r.seed in seeds]
         ref = [r for r in rows["sft"] if r.seed in seeds]
         m = aggregate(cand, samples=1, baseline=ref)
         g = m["baseline"]["gain_overall"]
