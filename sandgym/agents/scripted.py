@@ -173,15 +173,6 @@ def search_hits(task: Task, turn: str) -> list[int] | None:
     return [n for n, line in enumerate(document.splitlines(), 1) if line.strip() and hit(line)]
 
 
-def search_lines(task: Task, turn: str) -> list[str] | None:
-    """The document lines of :func:`search_hits` (their text), or None for a turn that is not one ``grep`` call."""
-    hits = search_hits(task, turn)
-    if hits is None:
-        return None
-    lines = task.files[str(grep_arguments(turn).get("path", ""))].splitlines()  # type: ignore[union-attr]
-    return [lines[n - 1] for n in hits]
-
-
 def _workspace_path(path: Any) -> str:
     return posixpath.normpath(str(path)).removeprefix("./")
 
@@ -261,16 +252,14 @@ class ContinuationAgent:
 
     def _read_grep(self, args: Mapping[str, Any], block: str) -> None:
         assert self._task is not None
-        if block.startswith("[no matches for ") and "\n" not in block:
-            complete = True
-        else:
-            complete = True
-            for line in block.split("\n"):
-                path = next((p for p in self._task.files if line.startswith(p + ":")), None)
-                m = _GREP_LINE.fullmatch(line[len(path) + 1:]) if path is not None else None
-                if path is not None and m is not None and self._shows(path, int(m.group(1)), m.group(2)):
-                    continue
-                complete = False  # an error, a cut line or note, the "more matches" footer: not all was shown
+        complete = True
+        empty = block.startswith("[no matches for ") and "\n" not in block
+        for line in () if empty else block.split("\n"):
+            path = next((p for p in self._task.files if line.startswith(p + ":")), None)
+            m = _GREP_LINE.fullmatch(line[len(path) + 1:]) if path is not None else None
+            if path is not None and m is not None and self._shows(path, int(m.group(1)), m.group(2)):
+                continue
+            complete = False  # an error, a cut line or note, the "more matches" footer: not all was shown
         pattern = literal(args)
         if complete and pattern is not None:
             self._searched.append((_workspace_path(args.get("path", ".")), pattern))

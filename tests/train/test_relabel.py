@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sandgym.agents.scripted import ContinuationAgent, OracleAgent, call, run_episode, search_lines
+from sandgym.agents.scripted import ContinuationAgent, OracleAgent, call, run_episode, search_hits
 from sandgym.envs.parsing import parse_turn
 from sandgym.envs.tool_env import ToolEnv
 from sandgym.errors import ConfigError
@@ -36,14 +36,15 @@ def said(result) -> list:
     return [c for m in result.messages if m["role"] == "assistant" for c in parse_turn(m["content"]).calls]
 
 
-def test_search_lines_are_what_the_grep_shows() -> None:
+def test_search_hits_are_the_lines_the_grep_shows() -> None:
     task = multihop(1)[0]
     first = task.metadata["chain"][0]
-    lines = search_lines(task, grep(task, f"service {first} forwards"))
-    assert len(lines) == 1 and f"service {first} forwards" in lines[0]
-    assert search_lines(task, grep(task, "no such text anywhere")) == []
-    assert search_lines(task, call("submit", answer="x")) is None
-    assert search_lines(task, "prose, not a call") is None
+    hits = search_hits(task, grep(task, f"service {first} forwards"))
+    lines = task.files[task.metadata["document"]].splitlines()
+    assert len(hits) == 1 and f"service {first} forwards" in lines[hits[0] - 1]
+    assert search_hits(task, grep(task, "no such text anywhere")) == []
+    assert search_hits(task, call("submit", answer="x")) is None
+    assert search_hits(task, "prose, not a call") is None
 
 
 def test_the_continuation_reads_on_from_the_policys_searches_and_submits_the_answer(env) -> None:

@@ -43,6 +43,12 @@ CONFIG = Path(__file__).resolve().parents[3] / "examples" / "long_context_length
 LONG = ("tokens=4096", "tokens=8192")
 
 
+def long_only(config: Any) -> Any:
+    """``config`` with only its 4K and 8K suites in the mix, 48 training tasks each (sessions 12-15's RL tasks)."""
+    mix = tuple(replace(d, n_tasks=48) for d in config.domains.mix if any(k in d.suite for k in LONG))
+    return replace(config, domains=replace(config.domains, mix=mix))
+
+
 def gain(g: dict[str, Any] | None) -> str:
     return "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}"
 
@@ -94,9 +100,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     adapter = s9 / "train" / "sft" / "adapter"
     base = load_config(str(CONFIG), [f'out_dir="{out / "train"}"', f"optim.steps={args.steps}", *args.set])
-    mix = tuple(replace(d, n_tasks=48) for d in base.domains.mix if any(k in d.suite for k in LONG))
-    config = replace(base, init="base", domains=replace(base.domains, mix=mix),
-                     model=replace(base.model, adapter=str(adapter)))
+    config = replace(long_only(base), init="base", model=replace(base.model, adapter=str(adapter)))
     timings = {}
     t = time.perf_counter()
     done = latest_checkpoint(out / "train")

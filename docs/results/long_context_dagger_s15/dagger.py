@@ -32,7 +32,7 @@ from sandgym.train.config import load_config
 from sandgym.train.sft import run_sft
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "long_context_4k_s12"))
-from rl_long_only import CONFIG, LONG, read_rows  # noqa: E402
+from rl_long_only import CONFIG, long_only, read_rows  # noqa: E402
 
 
 def main() -> int:
@@ -51,9 +51,7 @@ def main() -> int:
     base = load_config(str(CONFIG), [f'out_dir="{out / "train"}"', f"sft.source={json.dumps(str(episodes))}",
                                      f"sft.epochs={args.epochs}", f"sft.lr={args.lr}",
                                      f'sft.relabel="{args.relabel}"'])
-    mix = tuple(replace(d, n_tasks=48) for d in base.domains.mix if any(k in d.suite for k in LONG))
-    config = replace(base, init="base", domains=replace(base.domains, mix=mix),
-                     model=replace(base.model, adapter=str(warm)))
+    config = replace(long_only(base), init="base", model=replace(base.model, adapter=str(warm)))
     timings = {}
     suffix = "" if args.name == "sft" else f"_{args.name}"
     adapter = out / f"sft_dagger{suffix}" / "adapter"

@@ -16,7 +16,6 @@ import argparse
 import json
 import shutil
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from sandgym.evaluate.aggregate import aggregate
@@ -24,7 +23,7 @@ from sandgym.experiments.demo import eval_config, evaluate
 from sandgym.train.config import load_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "long_context_4k_s12"))
-from rl_long_only import CONFIG, LONG, gain  # noqa: E402
+from rl_long_only import CONFIG, gain, long_only  # noqa: E402
 
 
 def main() -> int:
@@ -36,9 +35,7 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.out)
     sft, rl = Path(args.sft or out / "sft_dagger" / "adapter"), Path(args.rl or out / "train")
-    base = load_config(str(CONFIG), [])
-    mix = tuple(replace(d, n_tasks=48) for d in base.domains.mix if any(k in d.suite for k in LONG))
-    config = replace(base, domains=replace(base.domains, mix=mix))
+    config = long_only(load_config(str(CONFIG), []))
     ecfg = eval_config(config, out / "eval_2seeds", n_tasks=30, samples=1, seeds=2)
     rows = {}
     for name, spec in {"sft": sft, args.rl_name: rl}.items():
