@@ -45,6 +45,9 @@ def add_commands(subparsers: Any) -> Any:
                    help="humaneval | mbpp | harbor (harbor is registered by sandgym.interop)")
     p.add_argument("-o", "--out", required=True, help="output .jsonl")
     p.add_argument("--split", default="heldout", choices=["train", "heldout"])
+    p.add_argument("--visible", type=int, default=0, metavar="N",
+                   help="also ship each record's first N asserts as visible tests (test_visible.py: what run_tests "
+                        "and the test-and-fix code action run); humaneval and mbpp; default 0")
     p.add_argument("--check-references", "--verify", dest="verify", action="store_true",
                    help="run every imported reference through its verifier in the sandbox; write nothing and exit 1 "
                         "if any does not pass")
@@ -103,7 +106,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    tasks = import_file(args.fmt, args.file, split=args.split)
+    tasks = import_file(args.fmt, args.file, split=args.split, visible=args.visible)
     print(f"imported {len(tasks)} {args.fmt} task(s) from {args.file}")
     if args.verify:
         results = verify_references(tasks, lambda **kw: make_sandbox(args.backend, **kw))

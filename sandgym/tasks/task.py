@@ -182,6 +182,10 @@ def requirement_error(req: str) -> str | None:
     return None
 
 
+VISIBLE_NOTE = "Visible tests are in the workspace (run_tests runs them)."
+"""The sentence a task's prompt ends with when it ships visible tests (every family and importer says it alike)."""
+
+
 @dataclass(frozen=True)
 class Task:
     """One task instance: what the agent is told, the workspace it starts in, and how it is decided."""

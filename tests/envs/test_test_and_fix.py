@@ -2,6 +2,7 @@
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,23 @@ def test_hints_follow_only_code_action_test_runs_not_a_run_tests_call(task):
     (obs, *_), = play(env, task, [call("run_tests")])
     env.close()
     assert all(h not in obs for h in TEST_HINTS.values())
+
+
+def test_imported_visible_tests_run_in_the_test_and_fix_loop(local_ok) -> None:
+    """The test-and-fix code action runs an imported record's visible asserts in the real sandbox: the stub
+    fails them, the reference passes them and is then submitted and solves the task."""
+    if not local_ok:
+        pytest.skip("the local sandbox cannot run here")
+    from sandgym.tasks.importers import import_humaneval
+
+    data = Path(__file__).parents[1] / "tasks" / "data" / "humaneval_sample.jsonl"
+    task = import_humaneval(data, visible=2)[1]
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=3)
+    env.reset(options={"task": task})
+    stub, _, _, _, _ = env.step(f"```python\n{task.files['solution.py']}```")
+    fixed, _, _, _, _ = env.step(f"```python\n{task.reference.files['solution.py']}```")
+    _, reward, terminated, _, info = env.step("SUBMIT")
+    env.close()
+    assert "0 passed, 2 not passed" in stub and "NotImplementedError" in stub
+    assert "2 passed, 0 not passed" in fixed
+    assert terminated and info["outcome"].success and reward > 0.99

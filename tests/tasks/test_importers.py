@@ -156,3 +156,39 @@ def test_mbpp_setup_code_runs_before_the_asserts_with_the_solutions_names(tmp_pa
     out.unlink()
     assert main(["tasks", "import", str(path), "--format", "mbpp", "-o", str(out), "--check-references"]) == 1
     assert not out.exists()
+
+
+def test_visible_ships_the_first_asserts_as_visible_tests(tmp_path: Path) -> None:
+    from sandgym.tasks.task import VISIBLE_NOTE
+
+    plain, shown = import_humaneval(DATA / "humaneval_sample.jsonl"), import_humaneval(
+        DATA / "humaneval_sample.jsonl", visible=2)
+    assert [t.verifier for t in shown] == [t.verifier for t in plain]  # the hidden tests do not change
+    first = shown[0].visible_tests["test_visible.py"]
+    assert first.count("\ndef test_") == 2 and "candidate(2, 3) == 5" in first and "candidate(0, 0)" not in first
+    assert "def check" not in first and "METADATA = " in first  # no hidden assert leaks; constants stay
+    assert shown[0].prompt == plain[0].prompt + "\n" + VISIBLE_NOTE and not plain[0].visible_tests
+    assert not shown[2].visible_tests and VISIBLE_NOTE not in shown[2].prompt  # a loop-based check shows nothing
+    mb = import_mbpp(DATA / "mbpp_sample.jsonl", visible=1)
+    assert all(t.visible_tests["test_visible.py"].count("\ndef test_") == 1 for t in mb)
+    assert "from solution import circle_area" in mb[1].visible_tests["test_visible.py"]
+    assert import_file("humaneval", DATA / "humaneval_sample.jsonl", visible=2) == shown
+    with pytest.raises(TaskError, match="visible=-1"):
+        import_humaneval(DATA / "humaneval_sample.jsonl", visible=-1)
+    out = tmp_path / "he.jsonl"
+    assert main(["tasks", "import", str(DATA / "humaneval_sample.jsonl"), "--format", "humaneval", "--visible", "2",
+                 "-o", str(out)]) == 0
+    assert load_jsonl(out) == shown
+
+
+def test_visible_needs_a_format_with_asserts(tmp_path: Path) -> None:
+    from sandgym.tasks.importers import IMPORTERS, register_importer
+
+    register_importer("plain", lambda path, *, split="heldout": [])
+    try:
+        with pytest.raises(TaskError, match="format 'plain' has no asserts to show; drop --visible"):
+            import_file("plain", tmp_path, visible=1)
+        assert import_file("plain", tmp_path) == []
+    finally:
+        IMPORTERS.pop("plain")
+

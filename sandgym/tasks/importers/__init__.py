@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,14 +22,20 @@ def register_importer(fmt: str, importer: Callable[..., list[Task]]) -> None:
     IMPORTERS[fmt] = importer
 
 
-def import_file(fmt: str, path: str | Path, *, split: str = "heldout") -> list[Task]:
-    """Import ``path`` in format ``fmt`` ('humaneval', 'mbpp', or one added by ``register_importer``)."""
+def import_file(fmt: str, path: str | Path, *, split: str = "heldout", visible: int = 0) -> list[Task]:
+    """Import ``path`` in format ``fmt`` ('humaneval', 'mbpp', or one added by ``register_importer``); ``visible``:
+    how many of each record's asserts to ship as visible tests too (the formats with asserts: humaneval, mbpp)."""
     if fmt not in IMPORTERS:
         hint = " ('harbor' is added by `import sandgym.interop`)" if "harbor" not in IMPORTERS else ""
         raise TaskError(f"unknown import format {fmt!r}; use one of {sorted(IMPORTERS)}{hint}")
     if split not in ("train", "heldout"):
         raise TaskError(f"split={split!r} is not one of ('train', 'heldout')")
-    return IMPORTERS[fmt](path, split=split)
+    if not visible:
+        return IMPORTERS[fmt](path, split=split)
+    if "visible" not in inspect.signature(IMPORTERS[fmt]).parameters:
+        raise TaskError(f"--visible {visible}: format {fmt!r} has no asserts to show; drop --visible (it applies to "
+                        "humaneval and mbpp)")
+    return IMPORTERS[fmt](path, split=split, visible=visible)
 
 
 __all__ = ["IMPORTERS", "ReferenceCheck", "check_reference", "import_file", "import_humaneval", "import_mbpp",

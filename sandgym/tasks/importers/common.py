@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sandgym.errors import TaskError
 from sandgym.tasks.load import iter_jsonl
+from sandgym.tasks.task import VISIBLE_NOTE
 from sandgym.tasks.validate import Problem
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-/]+")
@@ -48,3 +50,13 @@ def task_id(prefix: str, raw: Any) -> str:
     """A readable task id from the source's own id (e.g. 'HumanEval/0' -> 'humaneval/HumanEval/0')."""
     text = _SAFE.sub("-", str(raw)).strip("-") or "task"
     return f"{prefix}/{text}"
+
+
+def check_visible(visible: int) -> None:
+    """``visible`` (asserts shipped as visible tests) must be a count >= 0."""
+    if isinstance(visible, bool) or not isinstance(visible, int) or visible < 0:
+        raise TaskError(f"visible={visible!r}: give how many of each record's asserts to ship as visible tests "
+                        "(an int >= 0; 0 ships none)")
+
+
+__all__ = ["VISIBLE_NOTE", "check_visible", "read_records", "require", "task_id"]

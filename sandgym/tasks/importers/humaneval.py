@@ -2,7 +2,9 @@
 
 The agent writes ``solution.py``; the hidden tests ``from solution import <entry_point>``. When the ``check``
 function is a plain list of asserts, each assert becomes its own test (so ``expected_tests`` counts them);
-otherwise one test calls ``check(<entry_point>)``.
+otherwise one test calls ``check(<entry_point>)``. With ``visible=N`` the first N of those asserts are also shipped as
+visible tests (``test_visible.py`` in the workspace, what ``run_tests`` and the ``"test"`` code action run), as the
+generated coding families ship theirs; a record whose ``check`` is not a plain list of asserts gets none.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import ast
 from pathlib import Path
 
 import sandgym.pysyntax as pysyntax
-from sandgym.tasks.importers.common import read_records, require, task_id
+from sandgym.tasks.importers.common import VISIBLE_NOTE, check_visible, read_records, require, task_id
 from sandgym.tasks.task import Reference, Task, Verifier
 from sandgym.tasks.validate import Problem, raise_problems
 
@@ -42,6 +44,13 @@ def split_check(test: str, entry_point: str) -> list[str]:
     return out
 
 
+def without_check(test: str) -> str:
+    """The test module's source but its ``check`` function (its constants and helpers stay)."""
+    tree = pysyntax.parse(test)
+    keep = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "check")]
+    return "\n\n".join(seg for n in keep if (seg := ast.get_source_segment(test, n, padded=True)))
+
+
 def prompt_helpers(prompt: str, entry_point: str) -> str:
     """The prompt's imports and top-level definitions other than ``entry_point`` (e.g. ``poly`` of HumanEval/32,
     ``encode_cyclic`` of /38): HumanEval's own harness runs the tests in the program's namespace, where they are
@@ -57,28 +66,39 @@ def prompt_helpers(prompt: str, entry_point: str) -> str:
     return "\n\n".join(p for p in parts if p).strip()
 
 
-def humaneval_tests(test: str, entry_point: str, prompt: str = "") -> tuple[str, int]:
-    """A pytest file for one record and its number of test cases (with the prompt's helpers, see above)."""
+def humaneval_tests(test: str, entry_point: str, prompt: str = "", *, first: int | None = None) -> tuple[str, int]:
+    """A pytest file for one record and its number of test cases (with the prompt's helpers, see above); ``first``:
+    only the first that many asserts (``("", 0)`` when ``check`` does not split into asserts)."""
     helpers = prompt_helpers(prompt, entry_point)
-    head = (f"{helpers}\n\n\n" if helpers else "") + f"from solution import {entry_point}\n\n{test.rstrip()}\n"
     parts = split_check(test, entry_point)
+    if first is not None:  # visible: without ``check``'s source, which holds every hidden assert
+        if not parts:
+            return "", 0
+        parts, test = parts[:first], without_check(test)
+    head = (f"{helpers}\n\n\n" if helpers else "") + f"from solution import {entry_point}\n\n{test.rstrip()}\n"
     if parts:
         body = "".join(f"\n\ndef test_{entry_point}_{i}():\n{p}" for i, p in enumerate(parts))
         return head + body, len(parts)
     return head + f"\n\ndef test_check():\n    check({entry_point})\n", 1
 
 
-def from_record(data: dict, *, split: str = "heldout", family: str = "humaneval", domain: str = "coding") -> Task:
-    """One HumanEval record as a Task (the record is assumed to have the fields of ``FIELDS``)."""
+def from_record(data: dict, *, split: str = "heldout", family: str = "humaneval", domain: str = "coding",
+                visible: int = 0) -> Task:
+    """One HumanEval record as a Task (the record is assumed to have the fields of ``FIELDS``); ``visible``: how many
+    of its asserts are also visible tests."""
     entry, prompt = data["entry_point"], data["prompt"]
     tests, n = humaneval_tests(data["test"], entry, prompt)
+    shown, n_shown = humaneval_tests(data["test"], entry, prompt, first=visible) if visible > 0 else ("", 0)
     text = (f"Complete the function `{entry}` and save the whole program in `solution.py` (the file already "
             f"holds the signature and docstring):\n\n```python\n{prompt.rstrip()}\n```")
+    if n_shown:
+        text += f"\n{VISIBLE_NOTE}"
     return Task(
         id=task_id(family, data["task_id"]), domain=domain, family=family, split=split,  # type: ignore[arg-type]
         prompt=text,
         verifier=Verifier(kind="tests", tests={f"test_{entry}.py": tests}, expected_tests=n),
         files={"solution.py": prompt.rstrip("\n") + "\n    raise NotImplementedError\n"},
+        visible_tests={"test_visible.py": shown} if n_shown else {},
         reference=Reference(files={"solution.py": prompt + data["canonical_solution"]}),
         metadata={"entry_file": "solution.py", "function": entry, "source_id": str(data["task_id"]),
                   "format": "humaneval"},
@@ -86,9 +106,11 @@ def from_record(data: dict, *, split: str = "heldout", family: str = "humaneval"
 
 
 def import_humaneval(path: str | Path, *, split: str = "heldout", family: str = "humaneval",
-                     domain: str = "coding") -> list[Task]:
-    """Tasks from a HumanEval-style JSONL file; TaskError lists every bad record (file, line, field, fix)."""
+                     domain: str = "coding", visible: int = 0) -> list[Task]:
+    """Tasks from a HumanEval-style JSONL file; TaskError lists every bad record (file, line, field, fix).
+    ``visible``: the first that many asserts of each record are also visible tests."""
     file = Path(path)
+    check_visible(visible)
     problems: list[Problem] = []
     tasks = []
     for line, data in read_records(file, problems):
@@ -97,6 +119,6 @@ def import_humaneval(path: str | Path, *, split: str = "heldout", family: str = 
                 problems.append(Problem(str(file), line, "entry_point", f"{data['entry_point']!r} is not a name",
                                         "set it to the name of the function to implement"))
                 continue
-            tasks.append(from_record(data, split=split, family=family, domain=domain))
+            tasks.append(from_record(data, split=split, family=family, domain=domain, visible=visible))
     raise_problems(problems)
     return tasks

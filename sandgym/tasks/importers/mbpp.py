@@ -1,5 +1,6 @@
 """Import MBPP-style JSONL (``task_id``, ``text``, ``code``, ``test_list``; optional ``test_setup_code`` and
-``challenge_test_list``). One hidden test per assert, so ``expected_tests`` is the number of asserts."""
+``challenge_test_list``). One hidden test per assert, so ``expected_tests`` is the number of asserts; with
+``visible=N`` the first N asserts are also visible tests (``test_visible.py``, after the same setup code)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from pathlib import Path
 
 import sandgym.pysyntax as pysyntax
-from sandgym.tasks.importers.common import read_records, require, task_id
+from sandgym.tasks.importers.common import VISIBLE_NOTE, check_visible, read_records, require, task_id
 from sandgym.tasks.task import Reference, Task, Verifier
 from sandgym.tasks.validate import Problem, raise_problems
 
@@ -52,20 +53,23 @@ def signature(code: str, name: str) -> str:
 
 
 def from_record(data: dict, *, split: str = "heldout", family: str = "mbpp", domain: str = "coding",
-                entry: str) -> Task:
-    """One MBPP record as a Task (fields already checked)."""
+                entry: str, visible: int = 0) -> Task:
+    """One MBPP record as a Task (fields already checked); ``visible``: how many of its asserts are also visible."""
     code = data["code"].replace("\r\n", "\n").expandtabs(4)
     tests = [str(t) for t in data["test_list"]]
     sig = signature(code, entry)
     prompt = (f"{data['text'].strip()}\nWrite `solution.py` defining `{sig[4:-1]}`. "
               f"It should pass tests like:\n{tests[0]}")
+    setup = data.get("test_setup_code") or ""
+    if visible > 0:
+        prompt += f"\n{VISIBLE_NOTE}"
     return Task(
         id=task_id(family, data["task_id"]), domain=domain, family=family, split=split,  # type: ignore[arg-type]
         prompt=prompt,
-        verifier=Verifier(kind="tests", tests={f"test_{entry}.py": mbpp_tests(code, tests,
-                                                                            data.get("test_setup_code") or "")},
+        verifier=Verifier(kind="tests", tests={f"test_{entry}.py": mbpp_tests(code, tests, setup)},
                           expected_tests=len(tests)),
         files={"solution.py": f"{sig}\n    raise NotImplementedError\n"},
+        visible_tests={"test_visible.py": mbpp_tests(code, tests[:visible], setup)} if visible > 0 else {},
         reference=Reference(files={"solution.py": code.rstrip() + "\n"}),
         metadata={"entry_file": "solution.py", "function": entry, "source_id": str(data["task_id"]),
                   "format": "mbpp"},
@@ -73,9 +77,11 @@ def from_record(data: dict, *, split: str = "heldout", family: str = "mbpp", dom
 
 
 def import_mbpp(path: str | Path, *, split: str = "heldout", family: str = "mbpp",
-                domain: str = "coding") -> list[Task]:
-    """Tasks from an MBPP-style JSONL file; TaskError lists every bad record (file, line, field, fix)."""
+                domain: str = "coding", visible: int = 0) -> list[Task]:
+    """Tasks from an MBPP-style JSONL file; TaskError lists every bad record (file, line, field, fix).
+    ``visible``: the first that many asserts of each record are also visible tests."""
     file = Path(path)
+    check_visible(visible)
     problems: list[Problem] = []
     tasks = []
     for line, data in read_records(file, problems):
@@ -95,6 +101,6 @@ def import_mbpp(path: str | Path, *, split: str = "heldout", family: str = "mbpp
             problems.append(Problem(str(file), line, "test_list", "the tests call no function defined in 'code'",
                                     "make the asserts call the function that 'code' defines"))
             continue
-        tasks.append(from_record(data, split=split, family=family, domain=domain, entry=entry))
+        tasks.append(from_record(data, split=split, family=family, domain=domain, entry=entry, visible=visible))
     raise_problems(problems)
     return tasks

@@ -11,7 +11,7 @@ from typing import Any
 from sandgym.errors import TaskError
 from sandgym.tasks.suites.reference import call_args, copy_value, run_reference
 from sandgym.tasks.suites.traps import default_traps, trap_file, trap_tests
-from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier
+from sandgym.tasks.task import VISIBLE_NOTE, Isolation, Reference, Task, TaskLimits, Verifier
 
 MAX_DIFFICULTY = 4
 """Every built-in family accepts difficulty 1 (very easy: one-line functions, ~1K-token documents) .. 4."""
@@ -215,7 +215,7 @@ def function_task(
     visible: dict[str, str] = {}
     if difficulty < MAX_DIFFICULTY:  # the hardest level ships no visible tests
         visible = {"test_visible.py": function_tests(problem.name, source, problem.cases[:2])}
-        prompt += " Visible tests are in the workspace (run_tests runs them)."
+        prompt += " " + VISIBLE_NOTE
     return coding_task(
         family=family,
         split=split,

@@ -22,7 +22,7 @@ from sandgym.tasks.suites.base import (
 )
 from sandgym.tasks.suites.coding_basic import LISTS, NUMBERS, STRINGS
 from sandgym.tasks.suites.traps import trap_file, trap_tests
-from sandgym.tasks.task import Task
+from sandgym.tasks.task import VISIBLE_NOTE, Task
 
 
 def _tpl(table: dict[int, list[Template]], level: int, key: str) -> Template:
@@ -113,7 +113,7 @@ def _bug_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
     visible = {}
     if d < MAX_DIFFICULTY:
         visible = {"test_visible.py": function_tests(problem.name, problem.source, [args])}
-        prompt += " Visible tests are in the workspace (run_tests runs them)."
+        prompt += " " + VISIBLE_NOTE
     traps, n_traps = trap_tests(problem.name, problem.source, problem.traps, exclude=problem.cases)
     return coding_task(
         family="bugfix", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,

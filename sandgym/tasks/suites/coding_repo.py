@@ -16,7 +16,7 @@ from typing import Any
 
 from sandgym.errors import TaskError
 from sandgym.tasks.suites.base import MAX_DIFFICULTY, FamilySpec, coding_task, generate, sentence
-from sandgym.tasks.task import Task
+from sandgym.tasks.task import VISIBLE_NOTE, Task
 
 TEXTSTATS = {
     "tokenize.py": '''"""Splitting text into words."""
@@ -291,7 +291,7 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
         block = tests.split("\n\ndef ")
         keep = [b for b in block[1:] if b.startswith(caught[0] + "(")]
         visible = {"test_visible.py": block[0] + "\n\ndef " + keep[0]}
-        prompt += " Visible tests are in the workspace (run_tests runs them)."
+        prompt += " " + VISIBLE_NOTE
     prefixed = {f"{pkg}/{name}": src for name, src in repo.files.items()}
     traps, n_traps = _repo_traps(pkg, repo)
     return coding_task(

@@ -20,7 +20,7 @@ from sandgym.tasks.suites.base import (
     word,
 )
 from sandgym.tasks.suites.traps import BIG
-from sandgym.tasks.task import Task
+from sandgym.tasks.task import VISIBLE_NOTE, Task
 
 
 def _csv_ints(rng: random.Random) -> tuple[str]:
@@ -323,7 +323,7 @@ def _class_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Tas
     visible = {}
     if d < MAX_DIFFICULTY:
         visible = {"test_visible.py": class_tests(cls, source, scripts[:1])}
-        prompt += " Visible tests are in the workspace (run_tests runs them)."
+        prompt += " " + VISIBLE_NOTE
     return coding_task(
         family="class_spec", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
         tests={f"test_{cls.lower()}.py": class_tests(cls, source, scripts)}, expected_tests=len(scripts),

@@ -33,7 +33,7 @@ from sandgym.tasks.suites.service_files import (
     fill,
 )
 from sandgym.tasks.suites.service_tests import SIGNALS, hidden_tests, visible_tests
-from sandgym.tasks.task import Task, TaskLimits
+from sandgym.tasks.task import VISIBLE_NOTE, Task, TaskLimits
 
 __all__ = ["FAMILIES", "VARIANTS", "Variant", "LATENCY_BUDGET_S", "NOTIFY_DELAY_S"]
 
@@ -144,7 +144,7 @@ def _one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
     prompt = _prompt(v, d)
     if d < MAX_DIFFICULTY:
         visible = {"test_visible.py": visible_tests(**values)[0]}
-        prompt += " Visible tests are in the workspace (run_tests runs them)."
+        prompt += " " + VISIBLE_NOTE
     return coding_task(
         family="service_queue", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
         tests={f"test_service_{v.key}.py": tests}, expected_tests=n_tests, reference_files=reference, files=files,
