@@ -124,7 +124,7 @@ def main() -> int:
         m = aggregate(rows[name], samples=2, trained_families=ecfg.trained_families)
         summary["policies"][name] = {"overall": m["overall"], "transfer": m["transfer"],
                                      "behaviour": {k: m.get("behaviour", {}).get(k) for k in BEHAVIOURS},
-                                     "failures": m.get("failures")}
+                                     "failures": m["failure_modes"]}
         print(f"{name:14s} all {format_interval(m['overall']['completion'])}  trained "
               f"{format_interval(m['transfer']['trained'].get('completion'))}  "
               + "  ".join(f"{k} {v['value']:.3f}" for k, v in summary["policies"][name]["behaviour"].items() if v))
