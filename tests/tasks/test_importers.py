@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -173,8 +174,10 @@ def test_visible_ships_the_first_asserts_as_visible_tests(tmp_path: Path) -> Non
     assert all(t.visible_tests["test_visible.py"].count("\ndef test_") == 1 for t in mb)
     assert "from solution import circle_area" in mb[1].visible_tests["test_visible.py"]
     assert import_file("humaneval", DATA / "humaneval_sample.jsonl", visible=2) == shown
-    with pytest.raises(TaskError, match="visible=-1"):
+    with pytest.raises(TaskError, match="--visible -1: give how many"):
         import_humaneval(DATA / "humaneval_sample.jsonl", visible=-1)
+    with pytest.raises(TaskError, match="--visible 0.5"):
+        import_file("humaneval", DATA / "humaneval_sample.jsonl", visible=0.5)  # type: ignore[arg-type]
     out = tmp_path / "he.jsonl"
     assert main(["tasks", "import", str(DATA / "humaneval_sample.jsonl"), "--format", "humaneval", "--visible", "2",
                  "-o", str(out)]) == 0
@@ -185,10 +188,50 @@ def test_visible_needs_a_format_with_asserts(tmp_path: Path) -> None:
     from sandgym.tasks.importers import IMPORTERS, register_importer
 
     register_importer("plain", lambda path, *, split="heldout": [])
+    register_importer("kw", lambda path, **kw: [kw])  # type: ignore[list-item]
     try:
         with pytest.raises(TaskError, match="format 'plain' has no asserts to show; drop --visible"):
             import_file("plain", tmp_path, visible=1)
+        with pytest.raises(TaskError, match="--visible -1"):
+            import_file("plain", tmp_path, visible=-1)
         assert import_file("plain", tmp_path) == []
+        assert import_file("kw", tmp_path, visible=2) == [{"split": "heldout", "visible": 2}]
     finally:
         IMPORTERS.pop("plain")
+        IMPORTERS.pop("kw")
+
+
+def test_visible_skips_placeholder_asserts_keeps_one_hidden_and_runs_against_the_reference(tmp_path: Path) -> None:
+    """HumanEval-style edge cases: an ``assert True`` placeholder first, a trailing ``check(f)`` call, helper
+    constants; a record with one assert shows none; MBPP with setup code. Every visible file runs against its
+    reference in the real sandbox (``check_reference`` runs visible tests too) and fails the stub."""
+    pytest.importorskip("sandgym.sandbox.local")
+    from sandgym.sandbox import LocalSandbox
+
+    test = ("SCALE = 10\n\n\ndef check(candidate):\n    assert True, 'placeholder'\n"
+            "    assert candidate(1) == SCALE\n    assert candidate(2) == 2 * SCALE\n    assert candidate(3) == 30\n\n"
+            "check(times_ten)\n")
+    rows = [{"task_id": "E/0", "prompt": "def times_ten(x):\n    \"\"\"x times ten.\"\"\"\n",
+             "canonical_solution": "    return 10 * x\n", "test": test, "entry_point": "times_ten"},
+            {"task_id": "E/1", "prompt": "def one():\n", "canonical_solution": "    return 1\n",
+             "test": "def check(candidate):\n    assert candidate() == 1\n", "entry_point": "one"}]
+    path = tmp_path / "edge.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shown, single = import_humaneval(path, visible=5)
+    v = shown.visible_tests["test_visible.py"]
+    assert v.count("\ndef test_") == 2 and "assert True" not in v and "candidate(3) == 30" not in v  # 1 hidden only
+    assert "SCALE = 10" in v and "check(" not in v
+    assert not single.visible_tests  # its one assert stays hidden
+    mb = tmp_path / "mb.jsonl"
+    mb.write_text(json.dumps({"task_id": 7, "text": "Double it.", "code": "def dbl(x):\n    return 2 * x\n",
+                              "test_setup_code": "K = 3", "test_list": ["assert dbl(K) == 6", "assert dbl(0) == 0"]})
+                  + "\n")
+    (m,) = import_mbpp(mb, visible=5)
+    assert m.visible_tests["test_visible.py"].count("\ndef test_") == 1 and "K = 3" in m.visible_tests["test_visible.py"]
+    results = verify_references([shown, m], LocalSandbox)
+    assert all(r.ok for r in results), results
+    stubbed = [dataclasses.replace(t, verifier=dataclasses.replace(t.verifier, tests={"test_none.py": "def test_ok():\n    pass\n"}, expected_tests=1),
+                                   reference=dataclasses.replace(t.reference, files=dict(t.files))) for t in (shown, m)]
+    failed = verify_references(stubbed, LocalSandbox)  # hidden tests pass, the visible ones fail on the stub
+    assert [r.ok for r in failed] == [False, False] and all("visible tests:" in r.message for r in failed)
 

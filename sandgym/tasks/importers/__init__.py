@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sandgym.errors import TaskError
+from sandgym.tasks.importers.common import check_visible
 from sandgym.tasks.importers.humaneval import import_humaneval
 from sandgym.tasks.importers.mbpp import import_mbpp
 from sandgym.tasks.importers.verify import ReferenceCheck, check_reference, verify_references
@@ -30,9 +31,11 @@ def import_file(fmt: str, path: str | Path, *, split: str = "heldout", visible: 
         raise TaskError(f"unknown import format {fmt!r}; use one of {sorted(IMPORTERS)}{hint}")
     if split not in ("train", "heldout"):
         raise TaskError(f"split={split!r} is not one of ('train', 'heldout')")
+    check_visible(visible)
     if not visible:
         return IMPORTERS[fmt](path, split=split)
-    if "visible" not in inspect.signature(IMPORTERS[fmt]).parameters:
+    params = inspect.signature(IMPORTERS[fmt]).parameters
+    if "visible" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         raise TaskError(f"--visible {visible}: format {fmt!r} has no asserts to show; drop --visible (it applies to "
                         "humaneval and mbpp)")
     return IMPORTERS[fmt](path, split=split, visible=visible)

@@ -55,7 +55,7 @@ def task_id(prefix: str, raw: Any) -> str:
 def check_visible(visible: int) -> None:
     """``visible`` (asserts shipped as visible tests) must be a count >= 0."""
     if isinstance(visible, bool) or not isinstance(visible, int) or visible < 0:
-        raise TaskError(f"visible={visible!r}: give how many of each record's asserts to ship as visible tests "
+        raise TaskError(f"--visible {visible!r}: give how many of each record's asserts to ship as visible tests "
                         "(an int >= 0; 0 ships none)")
 
 

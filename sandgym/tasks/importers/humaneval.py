@@ -2,14 +2,16 @@
 
 The agent writes ``solution.py``; the hidden tests ``from solution import <entry_point>``. When the ``check``
 function is a plain list of asserts, each assert becomes its own test (so ``expected_tests`` counts them);
-otherwise one test calls ``check(<entry_point>)``. With ``visible=N`` the first N of those asserts are also shipped as
-visible tests (``test_visible.py`` in the workspace, what ``run_tests`` and the ``"test"`` code action run), as the
-generated coding families ship theirs; a record whose ``check`` is not a plain list of asserts gets none.
+otherwise one test calls ``check(<entry_point>)``. With ``visible=N`` the first N of those asserts that call the
+function are also shipped as visible tests (``test_visible.py`` in the workspace, what ``run_tests`` and the
+``"test"`` code action run), as the generated coding families ship theirs; at least one assert stays hidden only, and
+a record whose ``check`` is not a plain list of asserts gets none.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import sandgym.pysyntax as pysyntax
@@ -21,33 +23,47 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "task_id": (str, int), "prompt": str, "canonical_solution": str, "test": str, "entry_point": str}
 
 
-def split_check(test: str, entry_point: str) -> list[str]:
-    """The bodies of per-assert tests when ``check`` is only asserts (plus a docstring/pass), else []."""
+def check_asserts(test: str) -> tuple[str, list[str]] | None:
+    """``check``'s parameter and the source of each of its asserts when ``check`` is only asserts (plus a
+    docstring/pass), else None."""
     try:
         tree = pysyntax.parse(test)
     except SyntaxError:
-        return []
+        return None
     check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
     if check is None or len(check.args.args) != 1:
-        return []
-    arg = check.args.args[0].arg
+        return None
     body = [n for n in check.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     body = [n for n in body if not isinstance(n, ast.Pass)]
     if not body or not all(isinstance(n, ast.Assert) for n in body):
+        return None
+    srcs = [ast.get_source_segment(test, node) for node in body]
+    return None if any(s is None for s in srcs) else (check.args.args[0].arg, [str(s) for s in srcs])
+
+
+def split_check(test: str, entry_point: str) -> list[str]:
+    """The bodies of per-assert tests when ``check`` is only asserts (plus a docstring/pass), else []."""
+    found = check_asserts(test)
+    return [f"    {found[0]} = {entry_point}\n    {src}\n" for src in found[1]] if found else []
+
+
+def visible_checks(test: str, entry_point: str, n: int) -> list[str]:
+    """Bodies of the first ``n`` asserts that call the function (``assert True, ...`` placeholders skipped), and
+    never all of those: at least one stays hidden only."""
+    found = check_asserts(test)
+    if not found:
         return []
-    out = []
-    for node in body:
-        src = ast.get_source_segment(test, node)
-        if src is None:
-            return []
-        out.append(f"    {arg} = {entry_point}\n    {src}\n")
-    return out
+    arg, srcs = found
+    calls = [src for src in srcs if re.search(rf"\b{re.escape(arg)}\b", src)]
+    return [f"    {arg} = {entry_point}\n    {src}\n" for src in calls[: min(n, len(calls) - 1)]]
 
 
-def without_check(test: str) -> str:
-    """The test module's source but its ``check`` function (its constants and helpers stay)."""
+def test_definitions(test: str) -> str:
+    """The test module's imports, constants and helper definitions: no ``check`` (it holds every hidden assert)
+    and no top-level statement (a trailing ``check(f)`` call, a stray assert)."""
     tree = pysyntax.parse(test)
-    keep = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "check")]
+    keep = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign))
+            or (isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name != "check")]
     return "\n\n".join(seg for n in keep if (seg := ast.get_source_segment(test, n, padded=True)))
 
 
@@ -68,13 +84,13 @@ def prompt_helpers(prompt: str, entry_point: str) -> str:
 
 def humaneval_tests(test: str, entry_point: str, prompt: str = "", *, first: int | None = None) -> tuple[str, int]:
     """A pytest file for one record and its number of test cases (with the prompt's helpers, see above); ``first``:
-    only the first that many asserts (``("", 0)`` when ``check`` does not split into asserts)."""
+    the visible file, up to that many asserts (:func:`visible_checks`; ``("", 0)`` when there are none)."""
     helpers = prompt_helpers(prompt, entry_point)
     parts = split_check(test, entry_point)
     if first is not None:  # visible: without ``check``'s source, which holds every hidden assert
+        parts, test = visible_checks(test, entry_point, first), test_definitions(test)
         if not parts:
             return "", 0
-        parts, test = parts[:first], without_check(test)
     head = (f"{helpers}\n\n\n" if helpers else "") + f"from solution import {entry_point}\n\n{test.rstrip()}\n"
     if parts:
         body = "".join(f"\n\ndef test_{entry_point}_{i}():\n{p}" for i, p in enumerate(parts))

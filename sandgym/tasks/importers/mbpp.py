@@ -1,6 +1,7 @@
 """Import MBPP-style JSONL (``task_id``, ``text``, ``code``, ``test_list``; optional ``test_setup_code`` and
 ``challenge_test_list``). One hidden test per assert, so ``expected_tests`` is the number of asserts; with
-``visible=N`` the first N asserts are also visible tests (``test_visible.py``, after the same setup code)."""
+``visible=N`` the first N asserts (never all: one at least stays hidden only) are also visible tests
+(``test_visible.py``, after the same setup code)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def mbpp_tests(code: str, tests: list[str], setup: str = "") -> str:
     joined = "\n".join([*tests, setup])
     names = [n for n in defined_names(code) if re.search(rf"\b{re.escape(n)}\b", joined)]
     imports = [f"import {m}" for m in _MODULES if re.search(rf"\b{m}\.", joined)]
-    lines = [*imports, f"from solution import {', '.join(names)}", ""]
+    lines = [*imports, *([f"from solution import {', '.join(names)}"] if names else []), ""]
     if setup.strip():
         lines += [setup.strip(), ""]
     for i, t in enumerate(tests):
@@ -61,7 +62,8 @@ def from_record(data: dict, *, split: str = "heldout", family: str = "mbpp", dom
     prompt = (f"{data['text'].strip()}\nWrite `solution.py` defining `{sig[4:-1]}`. "
               f"It should pass tests like:\n{tests[0]}")
     setup = data.get("test_setup_code") or ""
-    if visible > 0:
+    shown = tests[: min(visible, len(tests) - 1)]  # at least one assert stays hidden only
+    if shown:
         prompt += f"\n{VISIBLE_NOTE}"
     return Task(
         id=task_id(family, data["task_id"]), domain=domain, family=family, split=split,  # type: ignore[arg-type]
@@ -69,7 +71,7 @@ def from_record(data: dict, *, split: str = "heldout", family: str = "mbpp", dom
         verifier=Verifier(kind="tests", tests={f"test_{entry}.py": mbpp_tests(code, tests, setup)},
                           expected_tests=len(tests)),
         files={"solution.py": f"{sig}\n    raise NotImplementedError\n"},
-        visible_tests={"test_visible.py": mbpp_tests(code, tests[:visible], setup)} if visible > 0 else {},
+        visible_tests={"test_visible.py": mbpp_tests(code, shown, setup)} if shown else {},
         reference=Reference(files={"solution.py": code.rstrip() + "\n"}),
         metadata={"entry_file": "solution.py", "function": entry, "source_id": str(data["task_id"]),
                   "format": "mbpp"},

@@ -1,11 +1,13 @@
-"""Check that references solve their own tasks: hidden tests in a sandbox, answers with their matcher."""
+"""Check that references solve their own tasks: hidden (and visible) tests in a sandbox, answers with their matcher."""
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import sandgym.pysyntax as pysyntax
 from sandgym.errors import SandboxError
 from sandgym.sandbox.protocol import Sandbox
 from sandgym.tasks.matchers import match
@@ -48,7 +50,8 @@ def check_reference(task: Task, sandbox: Sandbox, *, timeout: float | None = 60.
     kw = {} if v.isolation == "process" else {"isolation": v.isolation}
     report = sandbox.run_tests(v.hidden_files, expected=v.expected_tests, timeout=timeout, **kw)
     if report.all_passed:
-        return ReferenceCheck(task.id, True, report.passed, report.expected)
+        shown = _visible_failures(task, sandbox, timeout)
+        return ReferenceCheck(task.id, not shown, report.passed, report.expected, shown)
     broken = [verifier_failure(task, o.message) for o in report.outcomes if o.outcome == "error" and "::" not in o.name]
     bad = [f"the verifier fails on its own: {why}" for why in broken if why and v.isolation == "process"]
     bad += [f"{o.name}: {o.outcome} {o.message[:200]}" for o in report.outcomes if o.outcome != "passed"]
@@ -58,6 +61,27 @@ def check_reference(task: Task, sandbox: Sandbox, *, timeout: float | None = 60.
     elif report.reported < report.expected:
         bad.append(f"only {report.reported} of {report.expected} expected tests reported; fix expected_tests")
     return ReferenceCheck(task.id, False, report.passed, report.expected, "; ".join(bad))
+
+
+def _visible_failures(task: Task, sandbox: Sandbox, timeout: float | None) -> str:
+    """Why the reference fails its visible tests (what the agent runs in its workspace), or "" when it passes them."""
+    files = {p: t for p, t in task.visible_tests.items() if p.endswith(".py")}
+    if not files:
+        return ""
+    try:
+        expected = sum(_test_functions(t) for t in files.values())
+    except SyntaxError as exc:
+        return f"the visible tests do not parse: {exc.msg} (line {exc.lineno}); fix visible_tests"
+    report = sandbox.run_tests(files, expected=expected, timeout=timeout)
+    if report.all_passed:
+        return ""
+    bad = [f"{o.name}: {o.outcome} {o.message[:200]}" for o in report.outcomes if o.outcome != "passed"]
+    return "visible tests: " + ("; ".join(bad) or f"{report.passed} of {expected} passed")
+
+
+def _test_functions(source: str) -> int:
+    """Top-level ``test*`` functions of a pytest module (what pytest collects from it)."""
+    return sum(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in pysyntax.parse(source).body)
 
 
 def _check_script(task: Task, sandbox: Sandbox, timeout: float | None) -> ReferenceCheck:
