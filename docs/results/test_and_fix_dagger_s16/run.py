@@ -13,7 +13,10 @@ there is fix demonstrations built from the model's own failed attempts. Stages (
 3. ``OUT/sft_dagger/adapter``: the warm start trained further on those episodes relabelled by the oracle
    (``sft.source``; ``sandgym.train.relabel``): after a failing block the oracle writes the reference and submits;
    after a passing one it submits.
-4. ``OUT/rl``: GRPO from the relabelled adapter, the track's RL settings (``--steps`` steps x 4 tasks x 6).
+4. ``OUT/rl``: GRPO from the relabelled adapter, the track's RL settings (``--steps`` steps x 4 tasks x 6); with
+   ``--rl-levels 3`` on level 3 of the three families instead (``--rl-name`` names the folder): the relabelled
+   SFT solves every sample of the config's own training tasks (it learned their references), so RL there has no
+   reward spread.
 5. Evaluations (the demo's held-out set: level 2 of the three families plus unseen parsing, 16 tasks each x 2
    samples, temperature 0.7, the same tasks for every policy) of the warm start, the relabelled SFT, SFT + RL and,
    with ``--base``, the base model; paired comparisons and the behaviour metrics in ``OUT/summary.json``.
@@ -74,6 +77,11 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--base", action="store_true", help="also evaluate the base model")
+    ap.add_argument("--no-rl", action="store_true", help="stop after the SFT adapters' evaluations")
+    ap.add_argument("--rl-levels", default="",
+                    help="RL on these difficulty levels of the track's families (comma-separated, 16 tasks each) "
+                         "instead of the config's mix: functions the relabelled SFT has not memorised")
+    ap.add_argument("--rl-name", default="rl", help="the RL run's folder (OUT/NAME) and evaluation name suffix")
     args = ap.parse_args()
     out = Path(args.out)
     timings: dict[str, float] = {}
@@ -100,15 +108,21 @@ def main() -> int:
     timings["sft_dagger"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    rl_out = out / "rl"
+    rl_out = out / args.rl_name
     rl = replace(config, out_dir=str(rl_out), init="base", model=replace(config.model, adapter=str(dagger)))
+    if args.rl_levels:
+        suites = dict.fromkeys(d.suite for d in config.domains.mix)
+        mix = tuple(replace(config.domains.mix[0], suite=s, difficulty=int(lv), n_tasks=16)
+                    for lv in args.rl_levels.split(",") for s in suites)
+        rl = replace(rl, domains=replace(config.domains, mix=mix))
     done = latest_checkpoint(rl_out)
-    if done is None or not done.name.endswith(f"{args.steps:06d}"):
+    if not args.no_rl and (done is None or not done.name.endswith(f"{args.steps:06d}")):
         train_with_eval(rl, resume=done is not None)
     timings["rl"] = time.perf_counter() - t
 
     ecfg = eval_config(config, out / "eval", n_tasks=16, samples=2, seeds=1)
-    specs = {"warm_start": str(warm), "sft_dagger": str(dagger), "sft_dagger_rl": str(rl_out)}
+    rl_eval = "sft_dagger_rl" if args.rl_name == "rl" else f"sft_dagger_{args.rl_name}"
+    specs = {"warm_start": str(warm), "sft_dagger": str(dagger), **({} if args.no_rl else {rl_eval: str(rl_out)})}
     if args.base:
         specs["base"] = config.model.name
     rows = {}
@@ -117,7 +131,8 @@ def main() -> int:
         rows[name] = evaluate(spec, name, ecfg, out / "eval")
         timings[f"eval_{name}"] = time.perf_counter() - t
 
-    pairs = [("sft_dagger", "warm_start"), ("sft_dagger_rl", "sft_dagger"), ("sft_dagger_rl", "warm_start")]
+    pairs = [("sft_dagger", "warm_start")]
+    pairs += [] if args.no_rl else [(rl_eval, "sft_dagger"), (rl_eval, "warm_start")]
     pairs += [(n, "base") for n in specs if n != "base"] if args.base else []
     summary: dict[str, Any] = {"timings": timings, "policies": {}, "pairs": {}}
     for name in specs:
@@ -133,8 +148,9 @@ def main() -> int:
         summary["pairs"][f"{a}_vs_{b}"] = base
         print(f"{a} over {b}: all {gain(base.get('gain_overall'))}; trained {gain(base.get('gain_trained'))}; "
               + "; ".join(f"{k} {gain(v)}" for k, v in base["behaviour_gain"].items()))
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    print(f"summary: {out / 'summary.json'}; evaluations: {out / 'eval'}; RL run: {rl_out}")
+    path = out / ("summary.json" if args.rl_name == "rl" else f"summary_{args.rl_name}.json")
+    path.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    print(f"summary: {path}; evaluations: {out / 'eval'}; RL run: {rl_out}")
     return 0
 
 
