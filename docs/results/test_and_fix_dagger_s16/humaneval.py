@@ -10,7 +10,7 @@ loop or a single assert, are left out, as a test-and-fix episode needs visible t
 3 turns, temperature 0.7 as in the track's evaluation) with ``--max-new-tokens`` per turn (the track trains with
 128; a HumanEval program with its docstring needs more, the same budget for every policy). One sample per task.
 Policies are read from ``OUT`` (``run.py``'s layout): ``train/sft/adapter`` (warm start), ``sft_dagger/adapter``,
-``rl`` (SFT + RL), and the base model. Writes ``OUT/humaneval/<policy>/`` and ``OUT/humaneval_summary.json``.
+``sft_dagger_X`` -> the RL run ``OUT/X`` (``sft_dagger_rl``: ``OUT/rl``), and the base model. Writes ``OUT/humaneval/<policy>/`` and ``OUT/humaneval_summary.json``.
 """
 
 from __future__ import annotations
@@ -58,9 +58,10 @@ def main() -> int:
                      trained_families=(), rollout=replace(track.rollout, temperature=0.7,
                                                           max_new_tokens=args.max_new_tokens,
                                                           max_total_tokens=max(4096, track.rollout.max_total_tokens)))
-    specs = {"base": track.model.name, "warm_start": str(out / "train" / "sft" / "adapter"),
-             "sft_dagger": str(out / "sft_dagger" / "adapter"), "sft_dagger_rl": str(out / "rl")}
     names = args.policies.split(",")
+    specs = {"base": track.model.name, "warm_start": str(out / "train" / "sft" / "adapter"),
+             "sft_dagger": str(out / "sft_dagger" / "adapter"),
+             **{n: str(out / n.removeprefix("sft_dagger_")) for n in names if n.startswith("sft_dagger_")}}
     rows = {name: evaluate(specs[name], name, cfg, here) for name in names}
     summary: dict = {"tasks": len(tasks), "max_new_tokens": args.max_new_tokens, "policies": {}, "pairs": {}}
     for name in names:
