@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import sandgym.pysyntax as pysyntax
 from sandgym.errors import SandboxError
-from sandgym.sandbox.protocol import Sandbox
+from sandgym.sandbox.protocol import Sandbox, TestReport
 from sandgym.tasks.matchers import match
 from sandgym.tasks.task import Task
 from sandgym.tasks.verifier_errors import check_script, verifier_failure
@@ -54,7 +54,7 @@ def check_reference(task: Task, sandbox: Sandbox, *, timeout: float | None = 60.
         return ReferenceCheck(task.id, not shown, report.passed, report.expected, shown)
     broken = [verifier_failure(task, o.message) for o in report.outcomes if o.outcome == "error" and "::" not in o.name]
     bad = [f"the verifier fails on its own: {why}" for why in broken if why and v.isolation == "process"]
-    bad += [f"{o.name}: {o.outcome} {o.message[:200]}" for o in report.outcomes if o.outcome != "passed"]
+    bad += _failures(report)
     if not report.report_found:
         tail = (report.exec.stderr if report.exec else "")[-400:]
         bad.append(f"no test report (stderr: {tail})")
@@ -75,8 +75,13 @@ def _visible_failures(task: Task, sandbox: Sandbox, timeout: float | None) -> st
     report = sandbox.run_tests(files, expected=expected, timeout=timeout)
     if report.all_passed:
         return ""
-    bad = [f"{o.name}: {o.outcome} {o.message[:200]}" for o in report.outcomes if o.outcome != "passed"]
+    bad = _failures(report)
     return "visible tests: " + ("; ".join(bad) or f"{report.passed} of {expected} passed")
+
+
+def _failures(report: TestReport) -> list[str]:
+    """One line per test of ``report`` that did not pass: its name, outcome and the start of its message."""
+    return [f"{o.name}: {o.outcome} {o.message[:200]}" for o in report.outcomes if o.outcome != "passed"]
 
 
 def _test_functions(source: str) -> int:
