@@ -130,8 +130,13 @@ def fix_plan(task: Task, reference: str) -> list[str]:
     with one small bug (a mutation of the reference, e.g. a flipped comparison), then the reference; for the
     others the reference at once; then ``SUBMIT``. Every block is tested by the env before the next turn, so a
     demonstration shows the failing test output, the fix and the passing run. Whether the bug fails the visible
-    tests is up to them: a caller keeps the demonstrations whose first run failed or whose first block passed."""
+    tests is up to them: a caller keeps the demonstrations whose first run failed or whose first block passed.
+    A task whose spec is only in its visible tests (``metadata["guess"]``, the ``by_example`` family) always starts
+    with that guess: the failing run shows the expected output that the fix copies."""
     turns = [fenced(reference), "SUBMIT"]
+    guess = task.metadata.get("guess")
+    if isinstance(guess, str) and task.visible_tests:
+        return [fenced(guess), *turns]
     key = zlib.crc32(task.id.encode())
     if key % 2 or not task.visible_tests:  # a bug no test would show is not a lesson
         return turns

@@ -14,6 +14,7 @@ from typing import Any
 from sandgym.errors import TaskError
 from sandgym.tasks.suites import (
     coding_basic,
+    coding_examples,
     coding_fix,
     coding_repo,
     coding_spec,
@@ -34,6 +35,7 @@ def families() -> list[FamilySpec]:
         *coding_basic.FAMILIES,
         *coding_spec.FAMILIES,
         *coding_fix.FAMILIES,
+        *coding_examples.FAMILIES,
         *coding_repo.FAMILIES,
         *service_queue.FAMILIES,
         *long_context.FAMILIES,

@@ -204,17 +204,24 @@ def function_task(
     unseen: bool = False,
     intro: str | None = None,
     starting_source: str | None = None,
+    example: bool = True,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Task:
-    """A task whose answer is one function in ``solution.py`` (hidden tests: one test per case, plus traps)."""
+    """A task whose answer is one function in ``solution.py`` (hidden tests: one test per case, plus traps).
+
+    ``example=False`` leaves the prompt's example out when visible tests ship (they are then the only spec of
+    the exact output); the hardest level, which ships none, always shows it."""
     source = problem.source
     tests = function_tests(problem.name, source, problem.cases)
     traps, n_traps = trap_tests(problem.name, source, problem.traps, exclude=problem.cases)
-    example = example_line(problem.name, source, problem.cases[0])
     intro = intro or f"Write `solution.py` defining `{problem.signature[4:-1]}`: {problem.doc}"
-    prompt = f"{intro}\nExample: `{example}`."
+    prompt = intro
     visible: dict[str, str] = {}
     if difficulty < MAX_DIFFICULTY:  # the hardest level ships no visible tests
         visible = {"test_visible.py": function_tests(problem.name, source, problem.cases[:2])}
+    if example or not visible:
+        prompt += f"\nExample: `{example_line(problem.name, source, problem.cases[0])}`."
+    if visible:
         prompt += " " + VISIBLE_NOTE
     return coding_task(
         family=family,
@@ -230,7 +237,7 @@ def function_task(
         files={"solution.py": starting_source if starting_source is not None else problem.stub},
         visible_tests=visible,
         key=problem.key,
-        extra_metadata={"function": problem.name},
+        extra_metadata={"function": problem.name, **(metadata or {})},
         traps={trap_file(problem.name): traps},
         expected_traps=n_traps,
     )
