@@ -82,6 +82,12 @@ def _spaced(rng: random.Random) -> tuple[str]:
     return (" ".join(word(rng, 2) for _ in range(rng.randint(2, 4))),)
 
 
+def _mixed(rng: random.Random) -> tuple[str]:
+    """Two to four words, the first capitalised, the others in random case: every letter-case method differs."""
+    words = [word(rng, 2) for _ in range(rng.randint(2, 4))]
+    return (" ".join([words[0].capitalize(), *(rng.choice([w, w.upper(), w.capitalize()]) for w in words[1:])]),)
+
+
 def _int(rng: random.Random) -> tuple[int]:
     return (rng.randint(0, 99),)
 
@@ -148,7 +154,7 @@ LEVELS: dict[int, list[Spec]] = {
              tuple({"left": a, "right": b, "sep": s} for a, b in (("[", "]"), ("(", ")")) for s in (", ", " ")),
              tuple({"left": a, "right": b, "sep": s} for a, b in (("{", "}"), ("<", ">")) for s in ("; ", "|"))),
         Spec("case", ("convert_case", "recase", "styled"), "s: str", "str",
-             "Return s with the letter case the visible tests expect.", "    return s.{method}()", _spaced,
+             "Return s with the letter case the visible tests expect.", "    return s.{method}()", _mixed,
              _k("method", ("upper", "lower", "title")), _k("method", ("swapcase", "capitalize"))),
     ],
 }
