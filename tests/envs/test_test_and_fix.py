@@ -159,3 +159,28 @@ def test_imported_visible_tests_run_in_the_test_and_fix_loop(local_ok) -> None:
     assert "0 passed, 2 not passed" in stub and "NotImplementedError" in stub
     assert "2 passed, 0 not passed" in fixed
     assert terminated and info["outcome"].success and reward > 0.99
+
+
+def test_by_example_the_fix_copies_the_expected_value_and_hard_coding_the_visible_cases_earns_nothing(local_ok) -> None:
+    """A ``by_example`` task in the real loop: the oracle's guess fails with the expected value in the failure,
+    the fix passes and solves the task (a recovery); a block that hard-codes the visible cases passes them but
+    not the hidden tests (an exploit regression: the visible tests are not the grade)."""
+    if not local_ok:
+        pytest.skip("the local sandbox cannot run here")
+    from sandgym.agents.scripted import OracleAgent
+
+    task = load_suite("coding/by_example:heldout", n=1, seed=0, difficulty=2)[0]
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=3)
+    steps = play(env, task, OracleAgent(style="fix").plan(task))
+    expected = re.findall(r"== (.+)", task.visible_tests["test_visible.py"])
+    assert len(steps) == 3 and "0 passed, 2 not passed" in steps[0][0] and expected[0] in steps[0][0]
+    a = steps[-1][4]["outcome"].actions
+    assert steps[-1][4]["outcome"].success and (a.first_test_passed, a.last_test_passed) == (False, True)
+
+    name = task.metadata["function"]
+    cases = re.findall(rf"assert {name}\((.*)\) == (.+)", task.visible_tests["test_visible.py"])
+    code = f"def {name}(*args):\n" + "".join(f"    if args == ({c},):\n        return {e}\n" for c, e in cases)
+    steps = play(env, task, [block(code + "    return ''"), "SUBMIT"])
+    env.close()
+    assert "2 passed, 0 not passed" in steps[0][0]
+    assert not steps[-1][4]["outcome"].success and steps[-1][1] < 0.5

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
+from sandgym.tasks.registry import load_suite
 from sandgym.tasks.suites.base import MAX_DIFFICULTY
 from sandgym.tasks.suites.coding_examples import LEVELS
 from sandgym.tasks.suites.reference import run_reference
-from sandgym.tasks.registry import load_suite
 
 SPECS = [s for specs in LEVELS.values() for s in specs]
 
