@@ -1,12 +1,13 @@
 """The ``by_example`` family: constants that only the visible tests show, disjoint between train and heldout."""
 
+import random
 import re
 
 import pytest
 
 from sandgym.tasks.registry import load_suite
 from sandgym.tasks.suites.base import MAX_DIFFICULTY
-from sandgym.tasks.suites.coding_examples import LEVELS
+from sandgym.tasks.suites.coding_examples import LEVELS, MARKS, TOKENS
 from sandgym.tasks.suites.reference import run_reference
 
 SPECS = [s for specs in LEVELS.values() for s in specs]
@@ -14,11 +15,17 @@ SPECS = [s for specs in LEVELS.values() for s in specs]
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.key for s in SPECS])
 def test_heldout_constants_are_never_training_constants(spec) -> None:
-    assert spec.heldout, "every spec can be held out"
-    assert not {tuple(sorted(k.items())) for k in spec.train} & {tuple(sorted(k.items())) for k in spec.heldout}
-    for train in spec.train:  # not even one knob's value is shared (a two-knob spec differs in both)
-        for held in spec.heldout:
-            assert all(train[k] != held[k] for k in train)
+    rng = random.Random(0)
+    drawn = {split: [spec.knobs(rng, split) for _ in range(300)] for split in ("train", "heldout")}
+    train = {v for k in drawn["train"] for v in k.values()}
+    held = {v for k in drawn["heldout"] for v in k.values()}
+    assert not train & held
+    for split, other in (("train", "heldout"), ("heldout", "train")):
+        for knobs in drawn[split]:  # each constant carries a mark or word of its own split's pools, none of the other's
+            for value in knobs.values():
+                assert any(c in MARKS[split] for c in value) or any(t in value.lower() for t in TOKENS[split])
+                assert not any(c in MARKS[other] for c in value)
+    assert len(train) >= 20, "too few training constants: a model could memorise them"
 
 
 def visible_cases(task) -> list[tuple[str, str]]:
