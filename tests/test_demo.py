@@ -100,6 +100,16 @@ def test_test_and_fix_track_reports_behaviour_and_rl_change(tmp_path):
     assert "## Behaviour" in (tmp_path / "REPORT.md").read_text()
 
 
+def test_by_example_track_evaluates_held_out_constants_at_the_trained_level(tmp_path):
+    from sandgym.experiments.demo import EVAL_SIZE, TRACKS, runs_tests
+
+    config = load_config(str(TRACKS["test_and_fix_by_example"]))
+    assert runs_tests(config.rollout) and config.rollout.code_action == "test" and config.rollout.max_turns >= 3
+    cfg = eval_config(config, tmp_path, n_tasks=EVAL_SIZE["test_and_fix_by_example"][0], samples=2, seeds=1)
+    assert cfg.suites == ("coding/by_example:heldout", "coding/parsing:heldout")
+    assert cfg.difficulty == 1 and cfg.trained_families == ("by_example",)
+
+
 def test_track_all_refuses_one_config_for_every_track(tmp_path):
 
     from sandgym.errors import ConfigError

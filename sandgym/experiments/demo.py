@@ -6,7 +6,9 @@ default and what ``make demo`` runs, at its quick size (:data:`QUICK`), ~26 minu
 (``examples/quickstart.toml``: one code block, submitted at once; ~11 minutes), ``test_and_fix``
 (``examples/test_and_fix.toml``: multi-turn coding where each code block is run against the visible tests and the
 agent fixes, then submits; ~45 minutes, and on the embedded model RL has not yet learned recovery there:
-docs/BENCHMARKS.md), ``json_tools`` (``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool
+docs/BENCHMARKS.md), ``test_and_fix_by_example`` (``examples/test_and_fix_by_example.toml``: the same loop on the
+``by_example`` family, whose constants only the failing visible tests show; ~38 minutes, and RL learns recovery
+there), ``json_tools`` (``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool
 schema in the prompt; ~3 hours), and ``all`` (each of them in ``OUT/<track>``). ``--full`` runs a track's config
 and evaluation at full size instead of its quick size.
 
@@ -49,6 +51,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICKSTART = EXAMPLES / "quickstart.toml"
 TRACKS: dict[str, Path] = {
     "test_and_fix": EXAMPLES / "test_and_fix.toml",
+    "test_and_fix_by_example": EXAMPLES / "test_and_fix_by_example.toml",
     "json_tools": EXAMPLES / "json_tools.toml",
     "long_context": EXAMPLES / "long_context_lengths.toml",
     "single_turn": QUICKSTART,
@@ -56,8 +59,8 @@ TRACKS: dict[str, Path] = {
 """The demo's tracks (``make demo`` runs ``long_context`` at its quick size: :data:`QUICK`)."""
 DEFAULT_TRACK = "long_context"
 """What ``make demo`` runs: multi-turn JSON tool calls over 1K-8K-token documents, within 30 minutes (QUICK)."""
-EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "json_tools": (12, 2), "long_context": (15, 2),
-                                         "single_turn": (16, 4)}
+EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "test_and_fix_by_example": (40, 2),
+                                         "json_tools": (12, 2), "long_context": (15, 2), "single_turn": (16, 4)}
 """(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
 QUICK: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {"long_context": (("optim.steps=4",), (10, 1))}
 """A track's quick size (config overrides, evaluation size): what the demo runs unless ``--full``. long_context in
