@@ -243,6 +243,21 @@ def function_task(
     )
 
 
+def draw_cases(inputs: Callable[[random.Random], tuple[Any, ...]], rng: random.Random, n: int
+               ) -> list[tuple[Any, ...]]:
+    """Up to ``n`` distinct argument tuples from ``inputs`` (at most ``6 * n`` draws)."""
+    cases: list[tuple[Any, ...]] = []
+    seen: set[str] = set()
+    for _ in range(n * 6):
+        args = inputs(rng)
+        if repr(args) not in seen:
+            seen.add(repr(args))
+            cases.append(args)
+        if len(cases) == n:
+            break
+    return cases
+
+
 @dataclass(frozen=True)
 class Template:
     """A parametrised one-function problem; ``split`` says which split may draw it."""
@@ -264,15 +279,7 @@ class Template:
     def instantiate(self, rng: random.Random) -> FuncProblem:
         knobs = self.knobs(rng)
         name = rng.choice(self.names).format(**knobs)
-        cases: list[tuple[Any, ...]] = []
-        seen: set[str] = set()
-        for _ in range(self.n_cases * 6):
-            args = self.inputs(rng)
-            if repr(args) not in seen:
-                seen.add(repr(args))
-                cases.append(args)
-            if len(cases) == self.n_cases:
-                break
+        cases = draw_cases(self.inputs, rng, self.n_cases)
         fmt = {**knobs, "name": name}
         suffix = "".join(f"-{k}={v}" for k, v in sorted(knobs.items()))
         return FuncProblem(

@@ -19,7 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sandgym.tasks.suites.base import MAX_DIFFICULTY, FamilySpec, FuncProblem, function_task, generate, word
+from sandgym.tasks.suites.base import (
+    MAX_DIFFICULTY,
+    FamilySpec,
+    FuncProblem,
+    draw_cases,
+    function_task,
+    generate,
+    word,
+)
 from sandgym.tasks.suites.traps import default_traps
 
 Knobs = Mapping[str, str]
@@ -75,13 +83,7 @@ class Spec:
         while guess == knobs:
             guess = self.knobs(rng, "train")
         name = rng.choice(self.names)
-        cases: list[tuple[Any, ...]] = []
-        for _ in range(n_cases * 6):
-            args = self.inputs(rng)
-            if args not in cases:
-                cases.append(args)
-            if len(cases) == n_cases:
-                break
+        cases = draw_cases(self.inputs, rng, n_cases)
         suffix = "".join(f"-{k}={v!r}" for k, v in sorted(knobs.items()))
 
         def make(values: Knobs) -> FuncProblem:
