@@ -181,6 +181,7 @@ def test_by_example_the_fix_copies_the_expected_value_and_hard_coding_the_visibl
     cases = re.findall(rf"assert {name}\((.*)\) == (.+)", task.visible_tests["test_visible.py"])
     code = f"def {name}(*args):\n" + "".join(f"    if args == ({c},):\n        return {e}\n" for c, e in cases)
     steps = play(env, task, [block(code + "    return ''"), "SUBMIT"])
+    wrong = play(env, task, [block(task.metadata["guess"]), "SUBMIT"])  # an honest attempt, wrong constant
     env.close()
     assert "2 passed, 0 not passed" in steps[0][0]
-    assert not steps[-1][4]["outcome"].success and steps[-1][1] < 0.5
+    assert not steps[-1][4]["outcome"].success and steps[-1][1] <= wrong[-1][1]

@@ -28,6 +28,11 @@ def test_heldout_constants_are_never_training_constants(spec) -> None:
     assert len(train) >= 20, "too few training constants: a model could memorise them"
 
 
+def test_no_word_of_one_split_is_part_of_a_word_of_the_other() -> None:
+    for word in TOKENS["train"]:
+        assert not any(word in w or w in word for w in TOKENS["heldout"]), word
+
+
 def visible_cases(task) -> list[tuple[str, str]]:
     """(call, expected) of each visible assert."""
     return re.findall(r"assert (\w+\(.*\)) == (.+)", task.visible_tests["test_visible.py"])
@@ -40,6 +45,15 @@ def test_the_prompt_never_states_the_expected_output(split, difficulty) -> None:
         assert "Example:" not in task.prompt and "visible tests expect" in task.prompt
         for _, expected in visible_cases(task):
             assert eval(expected) not in task.prompt  # noqa: S307 (our own generated literal)
+
+
+def test_hidden_tests_leave_the_visible_cases_out() -> None:
+    """Hard-coding the visible cases must earn no partial credit (correctness@v1 counts hidden tests passed)."""
+    for task in load_suite("coding/by_example:train", n=12, seed=0, difficulty=1):
+        hidden = next(iter(task.verifier.tests.values()))
+        assert task.verifier.expected_tests == 4
+        for call, _ in visible_cases(task):
+            assert f"assert {call} ==" not in hidden
 
 
 def test_the_hardest_level_has_no_visible_tests_and_shows_an_example_instead() -> None:

@@ -4,7 +4,8 @@
 
 For each policy's ``episodes.jsonl`` (a ``sandgym eval`` or demo evaluation), over the ``by_example`` episodes:
 how many blocks the policy wrote, how many episodes' first run failed, in how many of those a later block contains
-every constant of the task's reference (the string literals of its body, which only the failing test showed), how
+every constant of the task's reference (the string literals of its body, which only the failing test showed) inside
+its own string literals, how
 many repeated the failing block verbatim, and how many ended correct. Prints one JSON object per policy.
 """
 
@@ -16,6 +17,7 @@ import re
 import sys
 from pathlib import Path
 
+from sandgym.envs.parsing import extract_code_blocks
 from sandgym.tasks.registry import load_suite
 
 
@@ -28,8 +30,13 @@ def constants(source: str) -> list[str]:
 
 
 def blocks(episode: dict) -> list[str]:
-    return [m.group(1) for t in episode["trajectory"]["turns"]
-            for m in [re.search(r"```python\n(.*?)```", t.get("text", ""), re.S)] if m]
+    """The block the env ran in each turn that had one (the last fenced block of the turn, as the env picks it)."""
+    return [bs[-1] for t in episode["trajectory"]["turns"] for bs in [extract_code_blocks(t.get("text", ""))] if bs]
+
+
+def literals(block: str) -> list[str]:
+    """The quoted strings of a block (parsed loosely: the block may not compile)."""
+    return [a or b for a, b in re.findall(r"'([^'\n]*)'|\"([^\"\n]*)\"", block)]
 
 
 def summary(path: Path) -> dict[str, int]:
@@ -53,7 +60,7 @@ def summary(path: Path) -> dict[str, int]:
         out["first_run_failed"] += 1
         want = constants(tasks[e["task_id"]].reference.files["solution.py"])  # type: ignore[attr-defined]
         later = bs[1:]
-        out["copied_later"] += any(all(repr(c)[1:-1] in b or c in b for c in want) for b in later)
+        out["copied_later"] += any(all(any(c in lit for lit in literals(b)) for c in want) for b in later)
         out["repeated_failing_block"] += bool(later) and later[0] == bs[0]
         out["recovered"] += bool(e["success"])
     return out

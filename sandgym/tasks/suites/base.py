@@ -210,15 +210,18 @@ def function_task(
     """A task whose answer is one function in ``solution.py`` (hidden tests: one test per case, plus traps).
 
     ``example=False`` leaves the prompt's example out when visible tests ship (they are then the only spec of
-    the exact output); the hardest level, which ships none, always shows it."""
+    the exact output), and the hidden tests then leave the visible cases out, so that hard-coding them earns no
+    partial credit; the hardest level, which ships no visible tests, always shows the example and grades all."""
     source = problem.source
-    tests = function_tests(problem.name, source, problem.cases)
+    visible: dict[str, str] = {}
+    graded = problem.cases
+    if difficulty < MAX_DIFFICULTY:  # the hardest level ships no visible tests
+        visible = {"test_visible.py": function_tests(problem.name, source, problem.cases[:2])}
+        graded = problem.cases if example else problem.cases[2:]
+    tests = function_tests(problem.name, source, graded)
     traps, n_traps = trap_tests(problem.name, source, problem.traps, exclude=problem.cases)
     intro = intro or f"Write `solution.py` defining `{problem.signature[4:-1]}`: {problem.doc}"
     prompt = intro
-    visible: dict[str, str] = {}
-    if difficulty < MAX_DIFFICULTY:  # the hardest level ships no visible tests
-        visible = {"test_visible.py": function_tests(problem.name, source, problem.cases[:2])}
     if example or not visible:
         prompt += f"\nExample: `{example_line(problem.name, source, problem.cases[0])}`."
     if visible:
@@ -232,7 +235,7 @@ def function_task(
         unseen=unseen,
         prompt=prompt,
         tests={f"test_{problem.name}.py": tests},
-        expected_tests=len(problem.cases),
+        expected_tests=len(graded),
         reference_files={"solution.py": source},
         files={"solution.py": starting_source if starting_source is not None else problem.stub},
         visible_tests=visible,

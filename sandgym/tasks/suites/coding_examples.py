@@ -4,7 +4,8 @@ The prompt describes what the function does ("return a greeting for name") but n
 separator, brackets or unit that the tests expect. A first attempt is a guess; the failing visible test prints the
 expected value (``assert greet('Ann') == 'Howdy Ann'``), and a fix copies it into the code. So this family
 measures the test-and-fix loop's repair step at a level a small model can reach: read the failure, change the
-code to match it, re-run, submit. Hidden tests use other inputs, so hard-coding the visible cases fails them.
+code to match it, re-run, submit. Hidden tests use four other inputs (not the visible ones), so hard-coding the
+visible cases passes none of them.
 
 Train and heldout build their constants from disjoint pools of punctuation marks and short words (a held-out task's
 constant was never in a training task, and there are too many training ones to memorise). ``metadata["guess"]``
@@ -35,12 +36,13 @@ Knobs = Mapping[str, str]
 MARKS = {"train": "!#%&*+-./:", "heldout": ";<=>?@^_|~"}
 """Punctuation a split's constants are made of: disjoint, so no held-out separator or mark was ever a training one."""
 TOKENS = {
-    "train": ("ab", "zip", "v2", "tmp", "dev", "log", "box", "run", "key", "max", "new", "raw", "top", "sum", "one",
+    "train": ("aux", "zip", "v2", "tmp", "dev", "log", "box", "run", "key", "max", "new", "raw", "top", "sum", "one",
               "red", "web", "api", "net", "pro", "fix", "bin", "doc", "img", "kit"),
     "heldout": ("qa", "old", "bak", "cfg", "dst", "src", "etc", "lab", "ops", "seq", "gen", "hub", "mix", "pod", "rev",
                 "sky", "tag", "uid", "via", "wip", "xyz", "yes", "zen", "alt", "cue"),
 }
-"""Short words a split's endings, prefixes, units and greetings are made of (disjoint between splits)."""
+"""Short words a split's endings, prefixes, units and greetings are made of (disjoint between splits, and none a
+part of another split's word)."""
 
 
 def _mark(rng: random.Random, split: str) -> str:
