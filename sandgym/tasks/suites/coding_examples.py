@@ -30,6 +30,7 @@ from sandgym.tasks.suites.base import (
     word,
 )
 from sandgym.tasks.suites.traps import default_traps
+from sandgym.tasks.task import Task
 
 Knobs = Mapping[str, str]
 
@@ -173,7 +174,7 @@ cannot memorise the training ones and write them back: on a held-out task only t
 3 and 4 reuse level 2 (level 4 ships no visible tests, so its prompt shows an example)."""
 
 
-def _one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Any:
+def _one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
     problem, guess = rng.choice(LEVELS[min(d, max(LEVELS))]).problem(rng, split)
     spec = ("The exact output (every constant, separator and mark) is what the visible tests expect: run them and "
             "match it." if d < MAX_DIFFICULTY else "The exact output is the example's.")
@@ -182,7 +183,7 @@ def _one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Any:
                          example=False, metadata={"guess": guess})
 
 
-def make(split: str, n: int, seed: int, difficulty: int | None) -> list[Any]:
+def make(split: str, n: int, seed: int, difficulty: int | None) -> list[Task]:
     return generate("by_example", split, n, seed, difficulty, _one)
 
 
