@@ -26,7 +26,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +62,28 @@ DEFAULT_TRACK = "long_context"
 EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "test_and_fix_by_example": (40, 2),
                                          "json_tools": (12, 2), "long_context": (15, 2), "single_turn": (16, 4)}
 """(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
-QUICK: dict[str, tuple[tuple[str, ...], tuple[int, int]]] = {"long_context": (("optim.steps=4",), (10, 1))}
-"""A track's quick size (config overrides, evaluation size): what the demo runs unless ``--full``. long_context in
-~26 minutes on the idle 2-core CPU: SFT 10 min, 4 GRPO steps, 40 held-out episodes per policy
-(docs/BENCHMARKS.md). Explicit ``--set``/``--n-tasks``/``--samples`` win over it."""
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big a track's demo run is: config overrides, held-out tasks per suite, samples per task, and a cap on the
+    unseen coding family's tasks (None: as many as each trained suite's)."""
+
+    overrides: tuple[str, ...] = ()
+    n_tasks: int = 16
+    samples: int = 4
+    unseen_tasks: int | None = None
+
+
+QUICK: dict[str, Size] = {
+    "long_context": Size(("optim.steps=4",), 10, 1),
+    "test_and_fix_by_example": Size(("optim.steps=6", "optim.lr=1.5e-4"), 40, 2, unseen_tasks=16),
+}
+"""A track's quick size: what the demo runs unless ``--full``. long_context in ~26 minutes on the idle 2-core CPU
+(SFT 10 min, 4 GRPO steps, 40 held-out episodes per policy); test_and_fix_by_example in fewer, larger steps
+(6 at 1.5x the learning rate instead of 10) and 16 unseen parsing tasks instead of 40 (docs/BENCHMARKS.md).
+Explicit ``--set``/``--n-tasks``/``--samples`` win over it."""
+
 UNSEEN_CODING = "coding/parsing:heldout"
 """The unseen family added to a coding track's evaluation (a domain suite's heldout split has its own)."""
 BEHAVIOURS = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted_failing", "submitted",
@@ -75,14 +93,17 @@ WHERE_PRESENT = ("evidence_found", "repeated_calls")
 """Shown only when some policy's episodes have them (evidence: tasks that declare it; repeats: tool calls)."""
 
 
-def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int) -> EvalConfig:
-    """Held-out tasks of the trained families plus unseen families, with the training rollout settings."""
+def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, seeds: int,
+                unseen_tasks: int | None = None) -> EvalConfig:
+    """Held-out tasks of the trained families plus unseen families (a coding track's capped at ``unseen_tasks``),
+    with the training rollout settings."""
     specs = [parse_suite_spec(d.suite) for d in train.domains.mix]
     heldout = sorted({str(replace(p, split="heldout", n=None)) for p in specs})  # options (lengths) kept
     families = tuple(sorted({p.name.split("/", 1)[1] for p in specs if "/" in p.name}))
     difficulty = max((d.difficulty for d in train.domains.mix if d.difficulty), default=None)  # the hardest trained
     coding = any(p.name.split("/")[0] == "coding" for p in specs)
-    suites = (*heldout, *([UNSEEN_CODING] if coding and families else []))
+    unseen = UNSEEN_CODING + (f"@{unseen_tasks}" if unseen_tasks else "")
+    suites = (*heldout, *([unseen] if coding and families else []))
     return EvalConfig(
         policy="", suites=suites, out=str(out), samples=samples, seeds=tuple(range(seeds)), n_tasks=n_tasks,
         difficulty=difficulty, trained_families=families, rollout=replace(train.rollout, temperature=0.7),
@@ -250,10 +271,10 @@ def check_same_config(out: Path, config: TrainConfig) -> None:
     stamp.write_text(text, encoding="utf-8")
 
 
-def track_size(track: str, *, full: bool) -> tuple[tuple[str, ...], tuple[int, int]]:
-    """The config overrides and (tasks per suite, samples) a track runs at: its :data:`QUICK` size unless ``full``."""
-    size = EVAL_SIZE.get(track, (16, 4))
-    return ((), size) if full else QUICK.get(track, ((), size))
+def track_size(track: str, *, full: bool) -> Size:
+    """The size a track runs at: its :data:`QUICK` size unless ``full`` (or it has none: :data:`EVAL_SIZE`)."""
+    size = Size((), *EVAL_SIZE.get(track, (16, 4)))
+    return size if full else QUICK.get(track, size)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,9 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
 
-    quick, (n_tasks, samples) = track_size(args.track, full=args.full or bool(args.config))
+    size = track_size(args.track, full=args.full or bool(args.config))
     config = load_config(args.config or str(TRACKS[args.track]),
-                         [*quick, *args.overrides, f'out_dir="{out / "train"}"'])
+                         [*size.overrides, *args.overrides, f'out_dir="{out / "train"}"'])
     check_same_config(out, config)
     t = time.perf_counter()
 
@@ -313,8 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         train(rl_config, resume=done is not None)
     timings["rl"] = time.perf_counter() - t
 
-    cfg = eval_config(config, out / "eval", n_tasks=args.n_tasks or n_tasks, samples=args.samples or samples,
-                      seeds=args.seeds)
+    cfg = eval_config(config, out / "eval", n_tasks=args.n_tasks or size.n_tasks,
+                      samples=args.samples or size.samples, seeds=args.seeds, unseen_tasks=size.unseen_tasks)
     specs = {"base": config.model.name, "sft": str(sft_dir / "adapter"), "sft_rl": str(out / "train")}
     rows = {}
     for name, spec in specs.items():
