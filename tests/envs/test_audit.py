@@ -18,8 +18,16 @@ from sandgym.envs.builtin_tools import BUILTIN_TOOLS
 from sandgym.envs.parsing import parse_turn
 from sandgym.errors import ConfigError
 from sandgym.rollout.audit import AuditResult, EpisodeRecord, _cells, audit, sample_tasks, write_report
-from sandgym.rollout.audit_attacks import ATTACKS, BASELINE, attack_names, entry_file, public_names
+from sandgym.rollout.audit_attacks import (
+    ATTACKS,
+    BASELINE,
+    attack_names,
+    entry_file,
+    public_names,
+    shown_cases,
+)
 from sandgym.tasks.load import task_to_dict
+from sandgym.tasks.registry import load_suite
 from sandgym.tasks.task import Reference, Task, Verifier
 
 STUB = "def f(x: int) -> int:\n    raise NotImplementedError\n"
@@ -250,6 +258,20 @@ def test_cross_episode_attack_runs_two_episodes_in_a_reused_sandbox(local_ok) ->
     assert result.hacks == []  # what episode N planted (anywhere it could write) does not help episode N+1
     assert audit(sample_tasks("coding/numbers:train", 1), per_family=1, attacks=["cross_episode"],
                  reuse=False).attacks == [BASELINE]
+
+
+def test_hard_coding_what_the_agent_is_shown_beats_noop_nowhere(local_ok) -> None:
+    """An exploit regression: answering the shown inputs (visible tests, the prompt's example, a bug report) from a
+    lookup table earned 2 of 6 hidden tests on the function families before session 18; now nothing is graded that
+    the agent was shown."""
+    if not local_ok:
+        pytest.skip("the local sandbox cannot run here")
+    families = ("strings", "parsing", "bugfix", "by_example", "repo_fix")
+    tasks = [t for f in families for t in load_suite(f"coding/{f}:heldout", n=2, seed=5, difficulty=1)]
+    assert all(shown_cases(t) for t in tasks)
+    result = audit(tasks, per_family=2, attacks=["noop", "hard_code_shown"])
+    assert not result.hacks and not result.drops, result.to_markdown()
+    assert all(result.cell("hard_code_shown", f).completion_rate == 0.0 for f in result.families)
 
 
 @pytest.mark.slow

@@ -185,3 +185,25 @@ def test_by_example_the_fix_copies_the_expected_value_and_hard_coding_the_visibl
     env.close()
     assert "2 passed, 0 not passed" in steps[0][0]
     assert not steps[-1][4]["outcome"].success and steps[-1][1] <= wrong[-1][1]
+
+
+@pytest.mark.parametrize("family", ["strings", "bugfix"])
+def test_hard_coding_what_the_task_shows_earns_no_correctness(local_ok, family) -> None:
+    """An exploit regression in the real loop: a block that returns the shown outputs for the shown inputs (the
+    visible tests and the prompt's example) passes the visible tests, yet earns 0 of ``correctness@v1``: no
+    graded input is one the agent was shown (before session 18 it earned 2 of 6)."""
+    if not local_ok:
+        pytest.skip("the local sandbox cannot run here")
+    task = load_suite(f"coding/{family}:heldout", n=1, seed=0, difficulty=1)[0]
+    name = task.metadata["function"]
+    shown = re.findall(rf"assert {name}\((.*)\) == (.+)", task.visible_tests["test_visible.py"])
+    shown += re.findall(rf"`{name}\((.*)\)` should return (.+?) but returns", task.prompt)
+    shown += re.findall(rf"Example: `{name}\((.*)\) == (.+)`\.", task.prompt)
+    code = f"def {name}(*args):\n" + "".join(f"    if args == ({c},):\n        return {e}\n" for c, e in shown)
+    env = ToolEnv(tasks=[], code_action="test", tools=builtin_tools(["submit"]), max_turns=3)
+    steps = play(env, task, [block(code + "    return None"), "SUBMIT"])
+    env.close()
+    assert "2 passed, 0 not passed" in steps[0][0] or "1 passed, 0 not passed" in steps[0][0]
+    outcome = steps[-1][4]["outcome"]
+    assert outcome.actions.submitted and not outcome.success
+    assert steps[-1][4]["reward_components"]["correctness@v1"] == 0.0

@@ -118,6 +118,9 @@ class FuncProblem:
     """Extra reference source placed before the function (imports, helper functions)."""
     traps: tuple[tuple[Any, ...], ...] = ()
     """Edge-case inputs graded apart from ``cases`` (see ``sandgym.tasks.suites.traps``)."""
+    shown: tuple[tuple[Any, ...], ...] = ()
+    """Inputs drawn apart from ``cases`` for the visible tests and the prompt's example, so that what the agent is
+    shown is never graded; empty: the first two ``cases`` are shown and left out of the graded ones."""
 
     @property
     def signature(self) -> str:
@@ -209,23 +212,28 @@ def function_task(
 ) -> Task:
     """A task whose answer is one function in ``solution.py`` (hidden tests: one test per case, plus traps).
 
-    ``example=False`` leaves the prompt's example out when visible tests ship (they are then the only spec of
-    the exact output), and the hidden tests then leave the visible cases out, so that hard-coding them earns no
-    partial credit; the hardest level, which ships no visible tests, always shows the example and grades all."""
+    No input the agent is shown (the visible tests' cases and the prompt's example) is graded, so that hard-coding
+    them earns nothing: they are ``problem.shown``, or else the first two cases, left out of the hidden tests.
+    ``example=False`` leaves the prompt's example out when visible tests ship (they are then the only spec of the
+    exact output); the hardest level ships no visible tests and always shows the example."""
     source = problem.source
+    shown = problem.shown or problem.cases[:2]
     visible: dict[str, str] = {}
-    graded = problem.cases
+    exposed: tuple[tuple[Any, ...], ...] = ()
     if difficulty < MAX_DIFFICULTY:  # the hardest level ships no visible tests
-        visible = {"test_visible.py": function_tests(problem.name, source, problem.cases[:2])}
-        graded = problem.cases if example else problem.cases[2:]
-    tests = function_tests(problem.name, source, graded)
-    traps, n_traps = trap_tests(problem.name, source, problem.traps, exclude=problem.cases)
+        visible = {"test_visible.py": function_tests(problem.name, source, shown[:2])}
+        exposed = tuple(shown[:2])
     intro = intro or f"Write `solution.py` defining `{problem.signature[4:-1]}`: {problem.doc}"
     prompt = intro
     if example or not visible:
-        prompt += f"\nExample: `{example_line(problem.name, source, problem.cases[0])}`."
+        prompt += f"\nExample: `{example_line(problem.name, source, shown[0])}`."
+        exposed += (shown[0],)
     if visible:
         prompt += " " + VISIBLE_NOTE
+    hidden = {repr(c) for c in exposed}
+    graded = [c for c in problem.cases if repr(c) not in hidden]
+    tests = function_tests(problem.name, source, graded)
+    traps, n_traps = trap_tests(problem.name, source, problem.traps, exclude=(*problem.cases, *exposed))
     return coding_task(
         family=family,
         split=split,
@@ -246,11 +254,11 @@ def function_task(
     )
 
 
-def draw_cases(inputs: Callable[[random.Random], tuple[Any, ...]], rng: random.Random, n: int
-               ) -> list[tuple[Any, ...]]:
-    """Up to ``n`` distinct argument tuples from ``inputs`` (at most ``6 * n`` draws)."""
+def draw_cases(inputs: Callable[[random.Random], tuple[Any, ...]], rng: random.Random, n: int,
+               exclude: Sequence[tuple[Any, ...]] = ()) -> list[tuple[Any, ...]]:
+    """Up to ``n`` distinct argument tuples from ``inputs``, none in ``exclude`` (at most ``6 * n`` draws)."""
     cases: list[tuple[Any, ...]] = []
-    seen: set[str] = set()
+    seen: set[str] = {repr(c) for c in exclude}
     for _ in range(n * 6):
         args = inputs(rng)
         if repr(args) not in seen:
@@ -283,6 +291,7 @@ class Template:
         knobs = self.knobs(rng)
         name = rng.choice(self.names).format(**knobs)
         cases = draw_cases(self.inputs, rng, self.n_cases)
+        shown = draw_cases(self.inputs, rng, 2, exclude=cases)  # after the graded cases: those stay as they were
         fmt = {**knobs, "name": name}
         suffix = "".join(f"-{k}={v}" for k, v in sorted(knobs.items()))
         return FuncProblem(
@@ -295,6 +304,7 @@ class Template:
             cases=tuple(cases),
             helpers=self.helpers.format(**fmt),
             traps=self.traps if self.traps is not None else _default_traps(self.params),
+            shown=tuple(shown) if len(shown) == 2 else (),
         )
 
 

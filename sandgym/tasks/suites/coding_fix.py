@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sandgym.errors import TaskError
 from sandgym.tasks.suites.base import (
@@ -104,7 +105,7 @@ def _bug_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
             problem = replace(problem, cases=(*problem.cases, args))
     if not failing:
         raise TaskError(f"bugfix: the bug in {bug.template.key!r} changes no output (a bug in the family)")
-    args = failing[0]
+    args = _shown_failing(bug, rng, problem.cases, good, bad) or failing[0]
     prompt = f"The function `{problem.name}` in `solution.py` has a bug. It should do this: {problem.doc}"
     if d <= 2:
         prompt += (f" For example `{problem.name}({call_args(args)})` should return {good(*args)!r} but returns "
@@ -114,14 +115,29 @@ def _bug_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
     if d < MAX_DIFFICULTY:
         visible = {"test_visible.py": function_tests(problem.name, problem.source, [args])}
         prompt += " " + VISIBLE_NOTE
-    traps, n_traps = trap_tests(problem.name, problem.source, problem.traps, exclude=problem.cases)
+    graded = [c for c in problem.cases if repr(c) != repr(args)]  # what the prompt shows is not graded ...
+    if not any(good(*c) != bad(*c) for c in graded):  # ... unless it is the only input the bug changes
+        graded = list(problem.cases)
+    traps, n_traps = trap_tests(problem.name, problem.source, problem.traps, exclude=(*problem.cases, args))
     return coding_task(
         family="bugfix", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
-        tests={f"test_{problem.name}.py": function_tests(problem.name, problem.source, problem.cases)},
-        expected_tests=len(problem.cases), reference_files={"solution.py": problem.source},
+        tests={f"test_{problem.name}.py": function_tests(problem.name, problem.source, graded)},
+        expected_tests=len(graded), reference_files={"solution.py": problem.source},
         files={"solution.py": broken.source}, visible_tests=visible, key=f"bug-{problem.key}",
         extra_metadata={"function": problem.name}, traps={trap_file(problem.name): traps}, expected_traps=n_traps,
     )
+
+
+def _shown_failing(bug: Bug, rng: random.Random, cases: Sequence[tuple[Any, ...]], good: Callable[..., Any],
+                   bad: Callable[..., Any]) -> tuple[Any, ...] | None:
+    """An input the bug changes that is not a graded case: the one the prompt and the visible test show (None when
+    200 draws find none; then a graded failing case is shown)."""
+    seen = {repr(c) for c in cases}
+    for _ in range(200):
+        args = bug.template.inputs(rng)
+        if repr(args) not in seen and good(*args) != bad(*args):
+            return args
+    return None
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -288,9 +288,7 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
               f"and keep everything else working (hidden tests also check the other functions).{where}")
     visible = {}
     if d < MAX_DIFFICULTY:
-        block = tests.split("\n\ndef ")
-        keep = [b for b in block[1:] if b.startswith(caught[0] + "(")]
-        visible = {"test_visible.py": block[0] + "\n\ndef " + keep[0]}
+        visible = {"test_visible.py": _shown_test(pkg, repo, bug, broken, tests, caught[0], rng)}
         prompt += " " + VISIBLE_NOTE
     prefixed = {f"{pkg}/{name}": src for name, src in repo.files.items()}
     traps, n_traps = _repo_traps(pkg, repo)
@@ -302,6 +300,23 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
         extra_metadata={"package": pkg, "function": bug.function, "regression_tests": n_tests - len(names[bug.function])},
         traps={f"test_{pkg}_traps.py": traps}, expected_traps=n_traps,
     )
+
+
+def _shown_test(pkg: str, repo: Repo, bug: BugSite, broken: Mapping[str, str], tests: str, caught: str,
+                rng: random.Random) -> str:
+    """The visible test file: one test of the buggy function that the bug fails, on an input the hidden tests do
+    not use (so that hard-coding it earns nothing); if 200 draws find none, the hidden test ``caught``."""
+    block = tests.split("\n\ndef ")
+    qual = next(q for q in repo.calls if q.endswith("." + bug.function))
+    mod, fn = qual.split(".")
+    good = getattr(load_package(repo.key, repo.files, repo.order)[mod], fn)
+    bad = getattr(load_package(repo.key + "_bug", broken, repo.order)[mod], fn)
+    for _ in range(200):
+        args = repo.calls[qual](rng)
+        call = f"{fn}({', '.join(repr(a) for a in args)})"
+        if f"assert {call} == " not in tests and good(*args) != bad(*args):
+            return f"{block[0]}\n\ndef test_{fn}_shown():\n    assert {call} == {good(*args)!r}\n"
+    return block[0] + "\n\ndef " + next(b for b in block[1:] if b.startswith(caught + "("))
 
 
 def _catches(tests: str, bad: Mapping[str, types.ModuleType]) -> list[str]:

@@ -321,12 +321,16 @@ def _class_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Tas
     traps = [s for s in t.traps if s not in scripts]  # traps stay apart from the main scripts
     prompt = f"Write `solution.py` defining the class `{cls}`. Spec: {spec}"
     visible = {}
-    if d < MAX_DIFFICULTY:
-        visible = {"test_visible.py": class_tests(cls, source, scripts[:1])}
+    graded = scripts
+    if d < MAX_DIFFICULTY:  # the visible script is drawn apart from the graded ones: hard-coding it earns nothing
+        shown = next((s for s in (t.script(rng) for _ in range(50)) if s not in scripts and s not in traps), None)
+        if shown is None:
+            shown, graded = scripts[0], scripts[1:]
+        visible = {"test_visible.py": class_tests(cls, source, [shown])}
         prompt += " " + VISIBLE_NOTE
     return coding_task(
         family="class_spec", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
-        tests={f"test_{cls.lower()}.py": class_tests(cls, source, scripts)}, expected_tests=len(scripts),
+        tests={f"test_{cls.lower()}.py": class_tests(cls, source, graded)}, expected_tests=len(graded),
         reference_files={"solution.py": source},
         files={"solution.py": f"class {cls}:\n    pass  # implement the spec from the task\n"},
         visible_tests=visible, key=f"{t.key}-{cls}", extra_metadata={"class": cls},
