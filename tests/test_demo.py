@@ -1,8 +1,11 @@
 """The demo's attribution report on constructed episodes (the real demo run is recorded in docs/BENCHMARKS.md)."""
 
+from pathlib import Path
+
 import pytest
 
 from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.evaluate.run import load_tasks
 from sandgym.experiments.demo import eval_config, report
 from sandgym.train.config import load_config
 
@@ -154,16 +157,24 @@ def test_long_context_track_evaluates_each_length_and_reports_rl_per_length(tmp_
     assert "## By document length" in (tmp_path / "REPORT.md").read_text()
 
 
-def test_make_demo_runs_the_long_context_track_at_its_quick_size():
+def test_make_demo_runs_the_tests_as_spec_track_at_its_quick_size():
     from sandgym.experiments.demo import DEFAULT_TRACK, EVAL_SIZE, TRACKS, track_size
 
-    assert DEFAULT_TRACK == "long_context"  # `make demo` is a multi-turn tool-calling track
-    overrides, size = track_size("long_context", full=False)
-    config = load_config(str(TRACKS["long_context"]), list(overrides))
-    assert config.optim.steps == 4 and size == (10, 1)
-    assert config.rollout.max_turns > 1 and config.rollout.code_action == "none"
-    assert track_size("long_context", full=True) == ((), EVAL_SIZE["long_context"])
-    assert track_size("single_turn", full=False) == ((), EVAL_SIZE["single_turn"])  # no quick size: as configured
+    assert DEFAULT_TRACK == "test_and_fix_by_example"  # `make demo` is multi-turn test-and-fix
+    size = track_size(DEFAULT_TRACK, full=False)
+    config = load_config(str(TRACKS[DEFAULT_TRACK]), list(size.overrides))
+    assert config.optim.steps == 6 and config.optim.lr == pytest.approx(1.5e-4)
+    assert (size.n_tasks, size.samples, size.unseen_tasks) == (40, 2, 16)
+    assert config.rollout.max_turns >= 3 and config.rollout.code_action == "test"
+    cfg = eval_config(config, Path("unused"), n_tasks=size.n_tasks, samples=size.samples, seeds=1,
+                      unseen_tasks=size.unseen_tasks)
+    assert cfg.suites == ("coding/by_example:heldout", "coding/parsing:heldout@16")
+    assert [len([t for t in load_tasks(cfg) if t.family == f]) for f in ("by_example", "parsing")] == [40, 16]
+    full = track_size(DEFAULT_TRACK, full=True)
+    assert (full.overrides, (full.n_tasks, full.samples), full.unseen_tasks) == ((), EVAL_SIZE[DEFAULT_TRACK], None)
+    lc = track_size("long_context", full=False)
+    assert lc.overrides == ("optim.steps=4",) and (lc.n_tasks, lc.samples) == (10, 1)
+    assert track_size("single_turn", full=False).overrides == ()  # no quick size: as configured
 
 
 def test_long_context_behaviour_table_leaves_out_test_run_columns(tmp_path):

@@ -1,14 +1,14 @@
 """``make demo``: the whole loop on a fresh machine, with attribution, for one track.
 
-Tracks (``--track``): ``long_context`` (``examples/long_context_lengths.toml``: multi-turn ``<tool_call>`` JSON,
-grep and read_file over documents of 1K-8K tokens in workspace files, then submit; completion per length; the
-default and what ``make demo`` runs, at its quick size (:data:`QUICK`), ~26 minutes), ``single_turn``
-(``examples/quickstart.toml``: one code block, submitted at once; ~11 minutes), ``test_and_fix``
-(``examples/test_and_fix.toml``: multi-turn coding where each code block is run against the visible tests and the
-agent fixes, then submits; ~45 minutes, and on the embedded model RL has not yet learned recovery there:
-docs/BENCHMARKS.md), ``test_and_fix_by_example`` (``examples/test_and_fix_by_example.toml``: the same loop on the
-``by_example`` family, whose constants only the failing visible tests show; ~38 minutes, and RL learns recovery
-there), ``json_tools`` (``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool
+Tracks (``--track``): ``test_and_fix_by_example`` (``examples/test_and_fix_by_example.toml``: multi-turn coding
+where each code block is run against the visible tests, on the ``by_example`` family, whose constants only the
+failing visible tests show, so the agent must read the failure and fix; the default and what ``make demo`` runs, at
+its quick size (:data:`QUICK`), ~26 minutes), ``long_context`` (``examples/long_context_lengths.toml``: multi-turn
+``<tool_call>`` JSON, grep and read_file over documents of 1K-8K tokens in workspace files, then submit; completion
+per length; at its quick size ~24 minutes), ``single_turn`` (``examples/quickstart.toml``: one code block,
+submitted at once; ~11 minutes), ``test_and_fix`` (``examples/test_and_fix.toml``: the test-and-fix loop on
+strings/lists/numbers; ~45 minutes, and on the embedded model RL has not learned recovery there:
+docs/BENCHMARKS.md), ``json_tools`` (``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool
 schema in the prompt; ~3 hours), and ``all`` (each of them in ``OUT/<track>``). ``--full`` runs a track's config
 and evaluation at full size instead of its quick size.
 
@@ -56,9 +56,10 @@ TRACKS: dict[str, Path] = {
     "long_context": EXAMPLES / "long_context_lengths.toml",
     "single_turn": QUICKSTART,
 }
-"""The demo's tracks (``make demo`` runs ``long_context`` at its quick size: :data:`QUICK`)."""
-DEFAULT_TRACK = "long_context"
-"""What ``make demo`` runs: multi-turn JSON tool calls over 1K-8K-token documents, within 30 minutes (QUICK)."""
+"""The demo's tracks (``make demo`` runs :data:`DEFAULT_TRACK` at its quick size: :data:`QUICK`)."""
+DEFAULT_TRACK = "test_and_fix_by_example"
+"""What ``make demo`` runs: multi-turn test-and-fix where only the failing tests show the exact output, within 30
+minutes (QUICK)."""
 EVAL_SIZE: dict[str, tuple[int, int]] = {"test_and_fix": (16, 2), "test_and_fix_by_example": (40, 2),
                                          "json_tools": (12, 2), "long_context": (15, 2), "single_turn": (16, 4)}
 """(held-out tasks per suite, samples per task) of each track's evaluation; ``--n-tasks``/``--samples`` override."""
