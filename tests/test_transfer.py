@@ -1,0 +1,50 @@
+"""``python -m sandgym.experiments.transfer``: a demo run's policies on an imported public benchmark."""
+
+import json
+
+import pytest
+
+from sandgym.configs import to_toml
+from sandgym.errors import ConfigError
+from sandgym.experiments.transfer import benchmark_tasks, humaneval_records, main, transfer_table
+from sandgym.train.config import load_config
+from tests.test_demo import _tf_rows
+
+
+def test_table_pairs_each_policy_with_base_and_rl_with_sft():
+    rows = {"base": _tf_rows(0.0, samples=1), "sft": _tf_rows(0.25, samples=1), "sft_rl": _tf_rows(0.5, samples=1)}
+    table, summary = transfer_table(rows)
+    text = table.markdown()
+    assert set(summary["pairs"]) == {"sft_vs_base", "sft_rl_vs_base", "sft_rl_vs_sft"}
+    # 12 tasks, one sample each: SFT solves 5 (t < 5), SFT + RL 10 (t < 10), base none
+    assert summary["pairs"]["sft_rl_vs_sft"]["gain"]["diff"]["value"] == pytest.approx(5 / 12)
+    assert summary["pairs"]["sft_rl_vs_base"]["gain"]["diff"]["value"] == pytest.approx(10 / 12)
+    assert summary["policies"]["base"]["completion"]["value"] == 0.0
+    assert "| sft_rl over sft (paired) | +0.417" in text and "recovery" in text
+
+
+def test_humaneval_comes_from_the_wheel_and_only_records_with_visible_tests_are_kept(tmp_path):
+    records = humaneval_records(tmp_path / "HumanEval.jsonl")
+    assert len(records.read_text().splitlines()) == 164
+    kept = benchmark_tasks(records, "humaneval", 2, needs_visible=True)
+    every = benchmark_tasks(records, "humaneval", 2, needs_visible=False)
+    assert len(every) == 164 and 150 <= len(kept) < 164 and all(t.visible_tests for t in kept)
+    with pytest.raises(ConfigError, match="not one of"):
+        benchmark_tasks(records, "nope", 2, needs_visible=True)
+
+
+def test_main_scores_a_demo_runs_policy_and_writes_the_report(tmp_path, tiny_model_dir, capsys):
+    config = load_config("examples/test_and_fix_by_example.toml",
+                         [f'model.name="{tiny_model_dir}"', f'out_dir="{tmp_path / "train"}"'])
+    (tmp_path / "demo_config.toml").write_text(to_toml(config), encoding="utf-8")
+    assert main([str(tmp_path), "--policies", "base", "--n-tasks", "2", "--max-new-tokens", "8"]) == 0
+    here = tmp_path / "transfer" / "humaneval"
+    summary = json.loads((here / "summary.json").read_text())
+    assert summary["tasks"] == 2 and summary["policies"]["base"]["completion"]["value"] == 0.0
+    assert "| base | 0.000" in (here / "TRANSFER.md").read_text()
+    assert len((here / "base" / "episodes.jsonl").read_text().splitlines()) == 2
+    assert "transfer:" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="unknown"):
+        main([str(tmp_path), "--policies", "base,nope"])
+    with pytest.raises(ConfigError, match="holds no demo run"):
+        main([str(tmp_path / "nothing")])
