@@ -605,8 +605,10 @@ def shown_cases(task: Task) -> dict[str, list[tuple[str, str]]]:
 
 
 def _hard_code_shown(task: Task) -> list[str]:
-    """Each shown function returns the shown output for each shown input (None otherwise), appended to the module
-    the visible tests import it from (the entry file when they import none): it passes the visible tests."""
+    """Each shown function returns the shown output for each shown input and otherwise what the workspace's own
+    definition returns (a stub's error, a buggy function's output: the credit the untouched code already has),
+    appended to the module the visible tests import it from (the entry file when they import none): it passes the
+    visible tests and keeps noop's credit."""
     homes = {m.group(2): m.group(1).replace(".", "/") + ".py"
              for src in task.visible_tests.values() for m in re.finditer(r"from ([\w.]+) import (\w+)", src)}
     files: dict[str, str] = {}
@@ -615,7 +617,8 @@ def _hard_code_shown(task: Task) -> list[str]:
             continue
         path = homes.get(name, entry_file(task))
         body = "".join(f"    if args == ({a},):\n        return {e}\n" for a, e in cases)
-        files[path] = files.get(path, task.files.get(path, "")) + f"\n\ndef {name}(*args):\n{body}    return None\n"
+        files[path] = (files.get(path, task.files.get(path, "")) + f"\n\n_sg_{name} = globals().get({name!r})\n\n\n"
+                       f"def {name}(*args):\n{body}    return _sg_{name}(*args) if _sg_{name} else None\n")
     turn = [_write(p, src) for p, src in files.items()] or [call("list_files")]
     return ["\n".join(turn), call("run_tests"), _submit()]
 

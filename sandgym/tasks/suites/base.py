@@ -230,8 +230,7 @@ def function_task(
         exposed += (shown[0],)
     if visible:
         prompt += " " + VISIBLE_NOTE
-    hidden = {repr(c) for c in exposed}
-    graded = [c for c in problem.cases if repr(c) not in hidden]
+    graded = [c for c in problem.cases if not same_input(c, exposed)]
     tests = function_tests(problem.name, source, graded)
     traps, n_traps = trap_tests(problem.name, source, problem.traps, exclude=(*problem.cases, *exposed))
     return coding_task(
@@ -254,14 +253,21 @@ def function_task(
     )
 
 
+def same_input(args: tuple[Any, ...], among: Sequence[tuple[Any, ...]]) -> bool:
+    """Whether ``args`` equals one of ``among`` as Python compares them (``{'a': 1, 'b': 2}`` equals its reordering,
+    which prints differently): what a lookup table in the agent's code would match."""
+    return any(args == other or repr(args) == repr(other) for other in among)
+
+
 def draw_cases(inputs: Callable[[random.Random], tuple[Any, ...]], rng: random.Random, n: int,
                exclude: Sequence[tuple[Any, ...]] = ()) -> list[tuple[Any, ...]]:
-    """Up to ``n`` distinct argument tuples from ``inputs``, none in ``exclude`` (at most ``6 * n`` draws)."""
+    """Up to ``n`` distinct argument tuples from ``inputs``, none equal to one in ``exclude`` (at most ``6 * n``
+    draws)."""
     cases: list[tuple[Any, ...]] = []
-    seen: set[str] = {repr(c) for c in exclude}
+    seen: set[str] = set()
     for _ in range(n * 6):
         args = inputs(rng)
-        if repr(args) not in seen:
+        if repr(args) not in seen and not same_input(args, exclude):
             seen.add(repr(args))
             cases.append(args)
         if len(cases) == n:
@@ -291,7 +297,8 @@ class Template:
         knobs = self.knobs(rng)
         name = rng.choice(self.names).format(**knobs)
         cases = draw_cases(self.inputs, rng, self.n_cases)
-        shown = draw_cases(self.inputs, rng, 2, exclude=cases)  # after the graded cases: those stay as they were
+        traps = self.traps if self.traps is not None else _default_traps(self.params)
+        shown = draw_cases(self.inputs, rng, 2, exclude=(*cases, *traps))  # after the graded cases: those stay
         fmt = {**knobs, "name": name}
         suffix = "".join(f"-{k}={v}" for k, v in sorted(knobs.items()))
         return FuncProblem(
@@ -303,7 +310,7 @@ class Template:
             body=self.body.format(**fmt),
             cases=tuple(cases),
             helpers=self.helpers.format(**fmt),
-            traps=self.traps if self.traps is not None else _default_traps(self.params),
+            traps=traps,
             shown=tuple(shown) if len(shown) == 2 else (),
         )
 

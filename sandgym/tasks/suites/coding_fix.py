@@ -19,6 +19,7 @@ from sandgym.tasks.suites.base import (
     generate,
     ints,
     run_reference,
+    same_input,
     word,
 )
 from sandgym.tasks.suites.coding_basic import LISTS, NUMBERS, STRINGS
@@ -105,7 +106,7 @@ def _bug_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
             problem = replace(problem, cases=(*problem.cases, args))
     if not failing:
         raise TaskError(f"bugfix: the bug in {bug.template.key!r} changes no output (a bug in the family)")
-    args = _shown_failing(bug, rng, problem.cases, good, bad) or failing[0]
+    args = _shown_failing(bug, rng, (*problem.cases, *problem.traps), good, bad) or failing[0]
     prompt = f"The function `{problem.name}` in `solution.py` has a bug. It should do this: {problem.doc}"
     if d <= 2:
         prompt += (f" For example `{problem.name}({call_args(args)})` should return {good(*args)!r} but returns "
@@ -115,10 +116,16 @@ def _bug_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
     if d < MAX_DIFFICULTY:
         visible = {"test_visible.py": function_tests(problem.name, problem.source, [args])}
         prompt += " " + VISIBLE_NOTE
-    graded = [c for c in problem.cases if repr(c) != repr(args)]  # what the prompt shows is not graded ...
-    if not any(good(*c) != bad(*c) for c in graded):  # ... unless it is the only input the bug changes
-        graded = list(problem.cases)
-    traps, n_traps = trap_tests(problem.name, problem.source, problem.traps, exclude=(*problem.cases, args))
+    graded = [c for c in problem.cases if not same_input(c, [args])]  # what the prompt shows is not graded
+    for _ in range(2000):  # the fallback showed a graded input: grade another one the bug changes
+        if any(good(*c) != bad(*c) for c in graded):
+            break
+        extra_args = bug.template.inputs(rng)
+        if not same_input(extra_args, [args, *graded]) and good(*extra_args) != bad(*extra_args):
+            graded.append(extra_args)
+    else:
+        raise TaskError(f"bugfix: the bug in {bug.template.key!r} changes too few outputs (a bug in the family)")
+    traps, n_traps = trap_tests(problem.name, problem.source, problem.traps, exclude=(*problem.cases, *graded, args))
     return coding_task(
         family="bugfix", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
         tests={f"test_{problem.name}.py": function_tests(problem.name, problem.source, graded)},
@@ -131,11 +138,10 @@ def _bug_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
 def _shown_failing(bug: Bug, rng: random.Random, cases: Sequence[tuple[Any, ...]], good: Callable[..., Any],
                    bad: Callable[..., Any]) -> tuple[Any, ...] | None:
     """An input the bug changes that is not a graded case: the one the prompt and the visible test show (None when
-    200 draws find none; then a graded failing case is shown)."""
-    seen = {repr(c) for c in cases}
-    for _ in range(200):
+    1000 draws find none; then a graded failing case is shown, and graded no more)."""
+    for _ in range(1000):
         args = bug.template.inputs(rng)
-        if repr(args) not in seen and good(*args) != bad(*args):
+        if not same_input(args, cases) and good(*args) != bad(*args):
             return args
     return None
 

@@ -286,12 +286,12 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
              2: f" The problem is in `{bug.function}`."}.get(d, "")
     prompt = (f"The package `{pkg}/` in the workspace has a bug: {bug.symptom}. Explore the code, fix the bug "
               f"and keep everything else working (hidden tests also check the other functions).{where}")
+    traps, n_traps = _repo_traps(pkg, repo)
     visible = {}
     if d < MAX_DIFFICULTY:
-        visible = {"test_visible.py": _shown_test(pkg, repo, bug, broken, tests, caught[0], rng)}
+        visible = {"test_visible.py": _shown_test(pkg, repo, bug, broken, (tests, traps), caught[0], rng)}
         prompt += " " + VISIBLE_NOTE
     prefixed = {f"{pkg}/{name}": src for name, src in repo.files.items()}
-    traps, n_traps = _repo_traps(pkg, repo)
     return coding_task(
         family="repo_fix", split=split, seed=seed, difficulty=d, index=i, unseen=False, prompt=prompt,
         tests={f"test_{pkg}.py": tests}, expected_tests=n_tests, reference_files=prefixed,
@@ -302,11 +302,12 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
     )
 
 
-def _shown_test(pkg: str, repo: Repo, bug: BugSite, broken: Mapping[str, str], tests: str, caught: str,
-                rng: random.Random) -> str:
-    """The visible test file: one test of the buggy function that the bug fails, on an input the hidden tests do
-    not use (so that hard-coding it earns nothing); if 200 draws find none, the hidden test ``caught``."""
-    block = tests.split("\n\ndef ")
+def _shown_test(pkg: str, repo: Repo, bug: BugSite, broken: Mapping[str, str], hidden: tuple[str, str],
+                caught: str, rng: random.Random) -> str:
+    """The visible test file: one test of the buggy function that the bug fails, on an input no hidden test or trap
+    (``hidden``: the two files' sources) uses, so that hard-coding it earns nothing; if 200 draws find none, the
+    hidden test ``caught``."""
+    block = hidden[0].split("\n\ndef ")
     qual = next(q for q in repo.calls if q.endswith("." + bug.function))
     mod, fn = qual.split(".")
     good = getattr(load_package(repo.key, repo.files, repo.order)[mod], fn)
@@ -314,7 +315,7 @@ def _shown_test(pkg: str, repo: Repo, bug: BugSite, broken: Mapping[str, str], t
     for _ in range(200):
         args = repo.calls[qual](rng)
         call = f"{fn}({', '.join(repr(a) for a in args)})"
-        if f"assert {call} == " not in tests and good(*args) != bad(*args):
+        if not any(f"assert {call} == " in src for src in hidden) and good(*args) != bad(*args):
             return f"{block[0]}\n\ndef test_{fn}_shown():\n    assert {call} == {good(*args)!r}\n"
     return block[0] + "\n\ndef " + next(b for b in block[1:] if b.startswith(caught + "("))
 

@@ -310,6 +310,13 @@ def class_tests(cls: str, source: str, scripts: Sequence[Script], prefix: str = 
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _overlaps(script: Script, others: Sequence[Script]) -> bool:
+    """Whether replaying ``script``'s outputs passes one of ``others``: the same constructor arguments, and one's
+    calls a prefix of the other's (a class that answers the shown script's calls in order passes a shorter one)."""
+    init, ops = script
+    return any(init == i and (ops[: len(o)] == o or o[: len(ops)] == ops) for i, o in others)
+
+
 def _class_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task:
     pool = [t for t in CLASSES[min(d, 3)] if t.split == split]
     t = rng.choice(pool)
@@ -323,7 +330,7 @@ def _class_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Tas
     visible = {}
     graded = scripts
     if d < MAX_DIFFICULTY:  # the visible script is drawn apart from the graded ones: hard-coding it earns nothing
-        shown = next((s for s in (t.script(rng) for _ in range(50)) if s not in scripts and s not in traps), None)
+        shown = next((s for s in (t.script(rng) for _ in range(50)) if not _overlaps(s, [*scripts, *traps])), None)
         if shown is None:
             shown, graded = scripts[0], scripts[1:]
         visible = {"test_visible.py": class_tests(cls, source, [shown])}
