@@ -289,7 +289,7 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
     traps, n_traps = _repo_traps(pkg, repo)
     visible = {}
     if d < MAX_DIFFICULTY:
-        visible = {"test_visible.py": _shown_test(pkg, repo, bug, broken, (tests, traps), caught[0], rng)}
+        visible = {"test_visible.py": _shown_test(repo, bug, namespace_bad, (tests, traps), caught[0], rng)}
         prompt += " " + VISIBLE_NOTE
     prefixed = {f"{pkg}/{name}": src for name, src in repo.files.items()}
     return coding_task(
@@ -302,7 +302,7 @@ def _repo_one(rng: random.Random, split: str, d: int, i: int, seed: int) -> Task
     )
 
 
-def _shown_test(pkg: str, repo: Repo, bug: BugSite, broken: Mapping[str, str], hidden: tuple[str, str],
+def _shown_test(repo: Repo, bug: BugSite, broken: Mapping[str, types.ModuleType], hidden: tuple[str, str],
                 caught: str, rng: random.Random) -> str:
     """The visible test file: one test of the buggy function that the bug fails, on an input no hidden test or trap
     (``hidden``: the two files' sources) uses, so that hard-coding it earns nothing; if 200 draws find none, the
@@ -311,7 +311,7 @@ def _shown_test(pkg: str, repo: Repo, bug: BugSite, broken: Mapping[str, str], h
     qual = next(q for q in repo.calls if q.endswith("." + bug.function))
     mod, fn = qual.split(".")
     good = getattr(load_package(repo.key, repo.files, repo.order)[mod], fn)
-    bad = getattr(load_package(repo.key + "_bug", broken, repo.order)[mod], fn)
+    bad = getattr(broken[mod], fn)  # the broken package, loaded once by the caller
     for _ in range(200):
         args = repo.calls[qual](rng)
         call = f"{fn}({', '.join(repr(a) for a in args)})"
