@@ -117,6 +117,7 @@ def main() -> int:
     ids = {(r.task_id, r.sample, r.seed) for r in rows["sft"]}
     earlier = {"rl_all_lengths_s9": s9 / "eval" / "sft_rl",
                **{k: Path(v) for k, v in (c.split("=", 1) for c in args.compare)}}
+    earlier = {k: v for k, v in earlier.items() if (v / "episodes.jsonl").is_file() or k != "rl_all_lengths_s9"}
     for name, folder in earlier.items():
         rows[name] = [r for r in read_rows(folder) if (r.task_id, r.sample, r.seed) in ids]
     tasks = {t.id: t for t in load_tasks(ecfg)}

@@ -65,10 +65,11 @@ def main() -> int:
     rows = evaluate(str(adapter), args.name, ecfg, out / "eval")
     timings["eval"] = time.perf_counter() - t
     ids = {(r.task_id, r.sample, r.seed) for r in rows}
-    warm_rows = [r for r in read_rows(Path(args.warm_start_eval)) if (r.task_id, r.sample, r.seed) in ids]
-    m = aggregate(rows, samples=1, baseline=warm_rows)
-    b = m["baseline"]
-    g = b.get("gain_overall") or {}
+    warm = Path(args.warm_start_eval)  # absent on a machine without session 12's runs: no pairing then
+    warm_rows = [r for r in read_rows(warm) if (r.task_id, r.sample, r.seed) in ids] \
+        if (warm / "episodes.jsonl").is_file() else []
+    m = aggregate(rows, samples=1, baseline=warm_rows or None)
+    g = (m.get("baseline") or {}).get("gain_overall") or {}
     print(f"dagger sft: all {format_interval(m['overall']['completion'])}, trained "
           f"{format_interval(m['transfer']['trained'].get('completion'))}; over the warm start "
           f"{format_interval(g.get('diff'), signed=True)} {format_p(g.get('p_value'))} ({len(warm_rows)} paired)")
@@ -78,7 +79,7 @@ def main() -> int:
     (like / "train" / "sft").mkdir(parents=True, exist_ok=True)
     (like / "eval").mkdir(parents=True, exist_ok=True)
     for link, target in ((like / "train" / "sft" / "adapter", adapter), (like / "eval" / "sft_rl", s9 / "eval" / "sft_rl")):
-        if not link.exists():
+        if not link.exists() and target.exists():
             link.symlink_to(target.resolve())
     print(f"adapter: {adapter}; eval: {out / 'eval' / args.name}; summary: {out / f'dagger_summary{suffix}.json'}; RL: "
           f"rl_long_only.py {out} --lc-s9 {like}")
