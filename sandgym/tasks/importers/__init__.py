@@ -1,4 +1,4 @@
-"""Importers for formats people already have: HumanEval-style and MBPP-style JSONL."""
+"""Importers for formats people already have: HumanEval-style and MBPP-style JSONL, reasoning-gym entries."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from sandgym.errors import TaskError
 from sandgym.tasks.importers.common import check_visible
 from sandgym.tasks.importers.humaneval import import_humaneval
 from sandgym.tasks.importers.mbpp import import_mbpp
+from sandgym.tasks.importers.reasoning_gym import import_reasoning_gym
 from sandgym.tasks.importers.verify import ReferenceCheck, check_reference, verify_references
 from sandgym.tasks.task import Task
 
-IMPORTERS: dict[str, Callable[..., list[Task]]] = {"humaneval": import_humaneval, "mbpp": import_mbpp}
+IMPORTERS: dict[str, Callable[..., list[Task]]] = {"humaneval": import_humaneval, "mbpp": import_mbpp,
+                                                   "reasoning_gym": import_reasoning_gym}
 """Format -> importer ``(path, *, split) -> list[Task]``. Layers above tasks add theirs with ``register_importer``
 (``import sandgym.interop`` adds ``harbor``), so tasks never imports upward."""
 
@@ -41,5 +43,5 @@ def import_file(fmt: str, path: str | Path, *, split: str = "heldout", visible: 
     return IMPORTERS[fmt](path, split=split, visible=visible)
 
 
-__all__ = ["IMPORTERS", "ReferenceCheck", "check_reference", "import_file", "import_humaneval", "import_mbpp",
+__all__ = ["IMPORTERS", "ReferenceCheck", "check_reference", "import_file", "import_humaneval", "import_mbpp", "import_reasoning_gym",
            "register_importer", "verify_references"]

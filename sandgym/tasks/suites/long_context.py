@@ -69,16 +69,13 @@ def document(rng: random.Random, tokens: int, facts: list[str], split: str, *, e
     return lines
 
 
-def lc_task(
-    *, family: str, split: str, seed: int, difficulty: int, index: int, unseen: bool, intro: str, question: str,
-    lines: list[str], answer: str, matcher: str, tokens: int, placement: str | None, path: str,
-    metadata: dict[str, Any] | None = None, explicit_tokens: int | None = None,
-) -> Task:
-    """Assemble a long-context Task with a ``match`` verifier, inline or in a workspace file."""
-    explicit_placement = placement
-    placement = placement or ("inline" if tokens <= INLINE_MAX_TOKENS else "file")
+def document_prompt(intro: str, question: str, lines: list[str], placement: str, path: str, *,
+                    owner: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """(prompt, workspace files, metadata) of a question about a document of ``lines``: inline in the prompt, or
+    only in the workspace file ``path`` to be read in ranges or searched (every long-context task, built-in or
+    imported, is asked alike). ``owner`` names the family or source in errors."""
     if placement not in ("inline", "file"):
-        raise TaskError(f"{family}: placement={placement!r} is not one of ('inline', 'file')")
+        raise TaskError(f"{owner}: placement={placement!r} is not one of ('inline', 'file')")
     doc = "\n".join(lines) + "\n"
     files: dict[str, str] = {}
     if placement == "inline":
@@ -89,7 +86,19 @@ def lc_task(
         prompt = (f"The document, {intro}, is the workspace file `{path}` ({len(lines)} lines, about "
                   f"{len(doc) // CHARS_PER_TOKEN} tokens); it is not shown here: read it in line ranges with "
                   f"read_file or search it with grep.\n\nQuestion: {question}\nSubmit only the answer.")
-    meta = {"placement": placement, "tokens": len(doc) // CHARS_PER_TOKEN, "document": path, "seed": seed}
+    return prompt, files, {"placement": placement, "tokens": len(doc) // CHARS_PER_TOKEN, "document": path}
+
+
+def lc_task(
+    *, family: str, split: str, seed: int, difficulty: int, index: int, unseen: bool, intro: str, question: str,
+    lines: list[str], answer: str, matcher: str, tokens: int, placement: str | None, path: str,
+    metadata: dict[str, Any] | None = None, explicit_tokens: int | None = None,
+) -> Task:
+    """Assemble a long-context Task with a ``match`` verifier, inline or in a workspace file."""
+    explicit_placement = placement
+    placement = placement or ("inline" if tokens <= INLINE_MAX_TOKENS else "file")
+    prompt, files, meta = document_prompt(intro, question, lines, placement, path, owner=family)
+    meta["seed"] = seed
     meta.update(metadata or {})
     if placement == "inline":  # nothing to search: the evidence lines are in the prompt
         meta.pop("evidence", None)

@@ -1,0 +1,133 @@
+"""Import reasoning-gym entries: JSONL of ``{"question", "answer", "metadata"}`` objects, as
+``reasoning_gym.create_dataset(...)`` yields them (:func:`write_entries` writes such a file from the installed
+package, as ``sandgym tasks reasoning-gym needle_haystack --size 30 --set min_num_statements=520 --set
+max_num_statements=520 -o F`` does).
+
+Each entry becomes a ``match`` task graded by sandgym's ``normalized`` matcher (case, surrounding whitespace and
+punctuation ignored), so only datasets with a reference ``answer`` import (one graded by its own code, with a null
+answer, is a problem naming the line). An entry whose ``question`` ends with its ``metadata["question"]`` after a
+longer text (``needle_haystack``: a haystack of statements, then "Who ... ? Reply only with a name.") is a
+long-context task asked as the built-in long-context families ask theirs: the text is the document, one sentence
+per line, inline in the prompt up to ``INLINE_MAX_TOKENS`` and otherwise only in the workspace file
+``document.txt``, to be searched with grep or read in ranges; ``metadata["tokens"]`` gives the per-length report its
+length. Other entries are asked inline as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sandgym.errors import ConfigError
+from sandgym.tasks.importers.common import read_records, require, task_id
+from sandgym.tasks.suites.long_context import CHARS_PER_TOKEN, INLINE_MAX_TOKENS, document_prompt
+from sandgym.tasks.task import Reference, Task, TaskLimits, Verifier
+from sandgym.tasks.validate import Problem, raise_problems
+
+FIELDS: dict[str, type | tuple[type, ...]] = {"question": str, "answer": (str, int, float), "metadata": dict}
+DOCUMENT = "document.txt"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_document(question: str, asked: Any) -> tuple[list[str], str] | None:
+    """(document lines, the question asked) when ``question`` is a text followed by ``asked``; else None."""
+    if not isinstance(asked, str) or not asked.strip() or not question.rstrip().endswith(asked.strip()):
+        return None
+    text = question.rstrip()[: -len(asked.strip())].strip()
+    if len(text) <= len(asked):
+        return None
+    return [s for s in _SENTENCE_END.split(text) if s.strip()], asked.strip()
+
+
+def from_entry(data: dict[str, Any], *, line: int, split: str = "heldout") -> Task:
+    """One reasoning-gym entry (fields already checked) as a Task."""
+    meta = data["metadata"]
+    dataset = str(meta.get("source_dataset") or "reasoning_gym")
+    raw_id = data.get("id", f"{dataset}-{meta.get('source_index', line)}")
+    answer = str(data["answer"]).strip()
+    extra = {"source_id": str(raw_id), "format": "reasoning_gym", "source_dataset": dataset}
+    parts = split_document(data["question"], meta.get("question"))
+    files: dict[str, str] = {}
+    doc_meta: dict[str, Any] = {}
+    if parts is None:
+        prompt, domain, turns = f"{data['question'].strip()}\nSubmit only the answer.", "reasoning", 3
+    else:
+        lines, asked = parts
+        tokens = sum(len(s) + 1 for s in lines) // CHARS_PER_TOKEN
+        placement = "inline" if tokens <= INLINE_MAX_TOKENS else "file"
+        prompt, files, doc_meta = document_prompt(f"a text of {len(lines)} sentences", asked, lines, placement,
+                                                  DOCUMENT, owner=f"reasoning_gym {dataset}")
+        domain, turns = "long_context", 3 if placement == "inline" else 8
+    return Task(
+        id=task_id(f"reasoning_gym/{dataset}", raw_id), domain=domain, family=dataset, split=split,  # type: ignore[arg-type]
+        prompt=prompt, verifier=Verifier(kind="match", answer=answer, matcher="normalized"),
+        files=files, reference=Reference(answer=answer), limits=TaskLimits(max_turns=turns), unseen=True,
+        metadata={**doc_meta, **extra},
+    )
+
+
+def import_reasoning_gym(path: str | Path, *, split: str = "heldout") -> list[Task]:
+    """Tasks from a JSONL file of reasoning-gym entries; TaskError lists every bad record (file, line, field, fix)."""
+    file = Path(path)
+    problems: list[Problem] = []
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for line, data in read_records(file, problems):
+        if "answer" in data and data["answer"] is None:
+            problems.append(Problem(str(file), line, "answer", "null: this dataset grades with its own code",
+                                    "import a dataset whose entries carry a reference answer"))
+            continue
+        if not require(data, FIELDS, str(file), line, "reasoning-gym", problems):
+            continue
+        if not str(data["answer"]).strip():
+            problems.append(Problem(str(file), line, "answer", "empty", "give the reference answer"))
+            continue
+        task = from_entry(data, line=line, split=split)
+        if task.id in seen:
+            problems.append(Problem(str(file), line, "id", f"{task.id!r} repeats line {seen[task.id]}",
+                                    "give each entry a distinct 'id' (write_entries does)"))
+            continue
+        seen[task.id] = line
+        tasks.append(task)
+    raise_problems(problems)
+    return tasks
+
+
+def write_entries(dataset: str, out: str | Path, *, size: int, seed: int = 0, **config: Any) -> Path:
+    """Write ``size`` entries of reasoning-gym's ``dataset`` (``config``: its options) to JSONL, each with an ``id``
+    naming the dataset, the options and the index. Needs ``pip install reasoning-gym``; nothing is downloaded."""
+    try:
+        import reasoning_gym
+    except ImportError as exc:
+        raise ConfigError("reasoning-gym entries come from the reasoning-gym package: pip install reasoning-gym") \
+            from exc
+    try:
+        entries = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **config)
+    except (KeyError, TypeError, ValueError, AssertionError) as exc:
+        raise ConfigError(f"reasoning-gym dataset {dataset!r} with {config}: {exc}; check the dataset's name and "
+                          "its config fields") from exc
+    tag = "-".join(f"{v}" for v in config.values()) or "default"
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        for i, entry in enumerate(entries):
+            record = {"id": f"{tag}/s{seed}-{i}", "question": entry["question"], "answer": entry["answer"],
+                      "metadata": entry["metadata"]}
+            f.write(json.dumps(record, default=str) + "\n")
+    return path
+
+
+def dataset_config(pairs: list[str]) -> dict[str, Any]:
+    """``["min_num_statements=100", ...]`` -> ``{"min_num_statements": 100}`` (values read as JSON, else text)."""
+    config: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {pair!r}: write KEY=VALUE, e.g. --set min_num_statements=100")
+        try:
+            config[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            config[key.strip()] = text
+    return config
