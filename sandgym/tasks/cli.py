@@ -65,6 +65,9 @@ def add_commands(subparsers: Any) -> Any:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--set", dest="config", action="append", default=[], metavar="KEY=VALUE",
                    help="a dataset config field, e.g. --set min_num_statements=520 (repeatable)")
+    p.add_argument("--placement", choices=["inline", "file"], default=None,
+                   help="where the import puts a long question's document (default: inline up to 1,500 tokens, "
+                        "else the workspace file document.txt)")
     p.add_argument("-o", "--out", required=True, help="the JSONL file (appended to)")
     p.set_defaults(func=cmd_reasoning_gym)
     return sub
@@ -137,7 +140,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_reasoning_gym(args: argparse.Namespace) -> int:
-    path = write_entries(args.dataset, args.out, size=args.size, seed=args.seed, **dataset_config(args.config))
+    path = write_entries(args.dataset, args.out, size=args.size, seed=args.seed, placement=args.placement,
+                         **dataset_config(args.config))
     print(f"{args.size} {args.dataset} entries appended to {path}; import them with `sandgym tasks import "
           f"--format reasoning_gym {path} -o TASKS.jsonl`")
     return 0

@@ -48,6 +48,15 @@ def test_a_short_haystack_is_inline(tmp_path: Path) -> None:
     assert "<document>" in task.prompt and 800 < task.metadata["tokens"] < 1300
 
 
+def test_placement_file_puts_even_a_short_haystack_in_the_workspace(tmp_path: Path) -> None:
+    path = write_entries("needle_haystack", tmp_path / "rg.jsonl", size=1, seed=0, placement="file",
+                         min_num_statements=130, max_num_statements=130)
+    (task,) = import_file("reasoning_gym", path)
+    assert task.metadata["placement"] == "file" and "document.txt" in task.files and "<document>" not in task.prompt
+    with pytest.raises(ConfigError, match="placement"):
+        write_entries("needle_haystack", tmp_path / "x.jsonl", size=1, placement="disk")
+
+
 def test_grading_agrees_with_reasoning_gyms_own_scorer(tmp_path: Path) -> None:
     """What reasoning-gym's ``score_answer`` accepts, the task's matcher accepts; other names in the haystack fail."""
     dataset = reasoning_gym.create_dataset("needle_haystack", size=5, seed=3, min_num_statements=50,
@@ -73,6 +82,7 @@ def test_entries_without_a_document_are_asked_inline(tmp_path: Path) -> None:
     ({"id": "a", "answer": "x", "metadata": {}}, "question", "missing"),
     ({"id": "a", "question": "q?", "answer": "x", "metadata": []}, "metadata", "expected dict"),
     ({"id": "a", "question": "q?", "answer": "  ", "metadata": {}}, "answer", "empty"),
+    ({"id": "a", "question": "q?", "answer": "x", "metadata": {}, "placement": "disk"}, "placement", "not 'inline'"),
 ])
 def test_bad_records_are_named_with_line_field_and_fix(tmp_path: Path, record: dict, field: str, says: str) -> None:
     path = tmp_path / "bad.jsonl"

@@ -9,7 +9,8 @@ answer, is a problem naming the line). An entry whose ``question`` ends with its
 longer text (``needle_haystack``: a haystack of statements, then "Who ... ? Reply only with a name.") is a
 long-context task asked as the built-in long-context families ask theirs: the text is the document, one sentence
 per line, inline in the prompt up to ``INLINE_MAX_TOKENS`` and otherwise only in the workspace file
-``document.txt``, to be searched with grep or read in ranges; ``metadata["tokens"]`` gives the per-length report its
+``document.txt``, to be searched with grep or read in ranges (an entry's optional ``placement``, "inline" or
+"file", decides instead); ``metadata["tokens"]`` gives the per-length report its
 length. Other entries are asked inline as they are.
 """
 
@@ -56,7 +57,7 @@ def from_entry(data: dict[str, Any], *, line: int, split: str = "heldout") -> Ta
     else:
         lines, asked = parts
         tokens = sum(len(s) + 1 for s in lines) // CHARS_PER_TOKEN
-        placement = "inline" if tokens <= INLINE_MAX_TOKENS else "file"
+        placement = data.get("placement") or ("inline" if tokens <= INLINE_MAX_TOKENS else "file")
         prompt, files, doc_meta = document_prompt(f"a text of {len(lines)} sentences", asked, lines, placement,
                                                   DOCUMENT, owner=f"reasoning_gym {dataset}")
         domain, turns = "long_context", 3 if placement == "inline" else 8
@@ -81,6 +82,10 @@ def import_reasoning_gym(path: str | Path, *, split: str = "heldout") -> list[Ta
             continue
         if not require(data, FIELDS, str(file), line, "reasoning-gym", problems):
             continue
+        if data.get("placement") not in (None, "inline", "file"):
+            problems.append(Problem(str(file), line, "placement", f"{data['placement']!r} is not 'inline' or 'file'",
+                                    "leave it out (inline up to 1,500 tokens) or write \"file\" or \"inline\""))
+            continue
         if not str(data["answer"]).strip():
             problems.append(Problem(str(file), line, "answer", "empty", "give the reference answer"))
             continue
@@ -95,9 +100,14 @@ def import_reasoning_gym(path: str | Path, *, split: str = "heldout") -> list[Ta
     return tasks
 
 
-def write_entries(dataset: str, out: str | Path, *, size: int, seed: int = 0, **config: Any) -> Path:
-    """Write ``size`` entries of reasoning-gym's ``dataset`` (``config``: its options) to JSONL, each with an ``id``
-    naming the dataset, the options and the index. Needs ``pip install reasoning-gym``; nothing is downloaded."""
+def write_entries(dataset: str, out: str | Path, *, size: int, seed: int = 0, placement: str | None = None,
+                  **config: Any) -> Path:
+    """Append ``size`` entries of reasoning-gym's ``dataset`` (``config``: its options) to JSONL, each with an
+    ``id`` naming the options and the index (and ``placement``, when given: where the import puts a document).
+    Needs ``pip install reasoning-gym``; nothing is downloaded."""
+    if placement not in (None, "inline", "file"):
+        raise ConfigError(f"placement={placement!r} is not 'inline' or 'file' (leave it out for the default: inline "
+                          "up to 1,500 tokens)")
     try:
         import reasoning_gym
     except ImportError as exc:
@@ -114,7 +124,7 @@ def write_entries(dataset: str, out: str | Path, *, size: int, seed: int = 0, **
     with path.open("a", encoding="utf-8") as f:
         for i, entry in enumerate(entries):
             record = {"id": f"{tag}/s{seed}-{i}", "question": entry["question"], "answer": entry["answer"],
-                      "metadata": entry["metadata"]}
+                      "metadata": entry["metadata"], **({"placement": placement} if placement else {})}
             f.write(json.dumps(record, default=str) + "\n")
     return path
 
