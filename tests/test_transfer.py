@@ -75,3 +75,15 @@ def test_any_runs_policies_on_reasoning_gym_haystacks_with_the_long_context_roll
         main([*argv[:-4], "--policy", "oops"])
     with pytest.raises(ConfigError, match="leave it out"):
         main([*argv, "--policies", "base"])
+    with pytest.raises(ConfigError, match="folder name"):
+        main([*argv[:-4], "--policy", f"../x={tiny_model_dir}"])
+    test_track = load_config("examples/test_and_fix_by_example.toml", [f'model.name="{tiny_model_dir}"'])
+    config.write_text(to_toml(test_track), encoding="utf-8")  # a rollout that runs visible tests: none here
+    with pytest.raises(ConfigError, match="visible tests"):
+        main([*argv[:-4], "--visible", "0"])
+
+
+def test_rl_is_paired_with_sft_once_whatever_the_order():
+    rows = {"sft_rl": _tf_rows(0.5, samples=1), "sft": _tf_rows(0.25, samples=1), "base": _tf_rows(0.0, samples=1)}
+    _, summary = transfer_table(rows)
+    assert set(summary["pairs"]) == {"sft_vs_sft_rl", "base_vs_sft_rl"}

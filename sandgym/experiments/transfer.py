@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -68,7 +69,12 @@ def benchmark_tasks(records: Path, fmt: str, visible: int, needs_visible: bool) 
         raise ConfigError(f"--format {fmt!r} is not one of {sorted(IMPORTERS)}")
     if not needs_visible:
         return import_file(fmt, records)
-    return [t for t in import_file(fmt, records, visible=visible) if t.visible_tests]
+    tasks = [t for t in import_file(fmt, records, visible=visible) if t.visible_tests]
+    if not tasks:
+        raise ConfigError(f"no {fmt} record of {records} got visible tests (--visible {visible}), and this track's "
+                          "rollout runs them: pass --visible N >= 1 with a format that has asserts, or a config "
+                          "whose rollout does not run tests")
+    return tasks
 
 
 def policy_specs(out: Path, config: TrainConfig, named: list[str] | None = None) -> dict[str, str]:
@@ -78,7 +84,10 @@ def policy_specs(out: Path, config: TrainConfig, named: list[str] | None = None)
         if bad:
             raise ConfigError(f"--policy {bad[0]!r}: write NAME=SPEC, e.g. --policy sft=RUN/train/sft/adapter "
                               f"(SPEC: a model name, an adapter folder or a run directory)")
-        specs = dict(p.split("=", 1) for p in named)
+        specs = {name.strip(): spec.strip() for name, spec in (p.split("=", 1) for p in named)}
+        odd = [n for n in specs if not re.fullmatch(r"[A-Za-z0-9_.-]+", n) or set(n) == {"."}]
+        if odd:
+            raise ConfigError(f"--policy name {odd[0]!r}: a folder name of letters, digits and _.- (e.g. sft_rl)")
         if len(specs) < len(named):
             raise ConfigError(f"--policy names repeat in {named}; give each policy its own name")
         return specs
@@ -94,7 +103,7 @@ def transfer_table(rows: dict[str, list[EpisodeRow]]) -> tuple[Table, dict[str, 
     pairs: dict[str, Any] = {}
     names = list(rows)
     compared = [(n, names[0]) for n in names[1:]]  # each policy over the first (base)
-    if {"sft", "sft_rl"} <= set(names) and names[0] != "sft":
+    if {"sft", "sft_rl"} <= set(names) and names[0] not in ("sft", "sft_rl"):
         compared.append(("sft_rl", "sft"))  # RL's own transfer
     for name, base in compared:
         b = aggregate(rows[name], samples=1, baseline=rows[base])["baseline"]

@@ -83,6 +83,11 @@ def test_entries_without_a_document_are_asked_inline(tmp_path: Path) -> None:
     ({"id": "a", "question": "q?", "answer": "x", "metadata": []}, "metadata", "expected dict"),
     ({"id": "a", "question": "q?", "answer": "  ", "metadata": {}}, "answer", "empty"),
     ({"id": "a", "question": "q?", "answer": "x", "metadata": {}, "placement": "disk"}, "placement", "not 'inline'"),
+    ({"id": "a", "question": "q?", "answer": True, "metadata": {}}, "answer", "not an answer text"),
+    ({"id": "a", "question": "q?", "answer": float("nan"), "metadata": {}}, "answer", "not an answer text"),
+    ({"id": "a", "question": " ", "answer": "x", "metadata": {}}, "question", "blank"),
+    ({"id": "a", "question": "A likes tea. B likes tea. C likes jam. D likes ham. E likes rye. Who likes tea? Reply only with a name.",
+      "answer": "A", "metadata": {"question": "Who likes tea? Reply only with a name."}}, "question", "['B']"),
 ])
 def test_bad_records_are_named_with_line_field_and_fix(tmp_path: Path, record: dict, field: str, says: str) -> None:
     path = tmp_path / "bad.jsonl"
@@ -94,10 +99,44 @@ def test_bad_records_are_named_with_line_field_and_fix(tmp_path: Path, record: d
     assert f"{path}:2" in text and field in text and says in text
 
 
+def test_a_haystack_stating_the_answer_of_two_people_is_refused_and_never_written(tmp_path: Path) -> None:
+    """reasoning-gym keeps triples unique, not (verb, subject) pairs: seed 7's entry 90 asks "Who covets
+    philosophy?" of a haystack where Tymoteusz and Louis both do, and grades only Tymoteusz."""
+    entry = reasoning_gym.create_dataset("needle_haystack", size=200, seed=7, min_num_statements=200,
+                                         max_num_statements=200)[90]
+    path = tmp_path / "two.jsonl"
+    path.write_text(json.dumps({"id": "x", **entry}) + "\n")
+    with pytest.raises(TaskError, match="Louis"):
+        import_file("reasoning_gym", path)
+    written = write_entries("needle_haystack", tmp_path / "ok.jsonl", size=100, seed=7, min_num_statements=200,
+                            max_num_statements=200)
+    records = [json.loads(x) for x in written.read_text().splitlines()]
+    assert len(records) == 100 and entry["question"] not in {r["question"] for r in records}
+    assert len(import_file("reasoning_gym", written)) == 100
+
+
+def test_neighbouring_seeds_repeat_entries_and_the_import_says_so(tmp_path: Path) -> None:
+    write_entries("needle_haystack", tmp_path / "rg.jsonl", size=2, seed=0, min_num_statements=40,
+                  max_num_statements=40)
+    path = write_entries("needle_haystack", tmp_path / "rg.jsonl", size=2, seed=1, min_num_statements=40,
+                         max_num_statements=40)
+    with pytest.raises(TaskError, match="seeds at least --size apart"):
+        import_file("reasoning_gym", path)
+
+
+def test_answers_and_dataset_names_are_written_as_an_agent_would_see_them(tmp_path: Path) -> None:
+    path = tmp_path / "n.jsonl"
+    path.write_text(json.dumps({"question": "What is 6*2?", "answer": 12.0,
+                                "metadata": {"source_dataset": "my data/set v1", "source_index": 3}}) + "\n")
+    (task,) = import_file("reasoning_gym", path)
+    assert task.verifier.answer == "12" and task.family == "my-data-set-v1"
+    assert task.id == "reasoning_gym/my-data-set-v1/my-data-set-v1-3"
+
+
 def test_repeated_ids_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "dup.jsonl"
     rec = {"id": "same", "question": "What is 1+1?", "answer": "2", "metadata": {"source_dataset": "x"}}
-    path.write_text(json.dumps(rec) + "\n" + json.dumps(rec) + "\n")
+    path.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "question": "What is 2+2?"}) + "\n")
     with pytest.raises(TaskError, match="repeats line 1"):
         import_file("reasoning_gym", path)
 
