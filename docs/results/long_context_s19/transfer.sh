@@ -7,7 +7,7 @@ set -euo pipefail
 OUT=${1:?usage: transfer.sh OUT}
 RG=$OUT/needle_haystack.jsonl
 if [ ! -f "$RG" ]; then
-  for n in 130 260 520 1040; do   # ~7.7 tokens a statement; seeds 1000 apart: reasoning-gym seeds entry i with seed + i
+  for n in 130 260 520 1040; do   # ~7.7 tokens a statement; seeds far apart: reasoning-gym seeds entry i with seed + i
     sandgym tasks reasoning-gym needle_haystack --size 15 --seed $((n * 1000)) --set min_num_statements=$n \
       --set max_num_statements=$n --placement file -o "$RG"
   done
