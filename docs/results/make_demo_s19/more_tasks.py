@@ -6,7 +6,8 @@
 the SFT and the SFT + RL adapters on held-out ``by_example`` tasks ``first .. first+n-1`` (the demo scored tasks
 0-39; these are others of the same generator), 1 sample each at the demo's rollout settings, the same tasks and
 seeds for both, and writes ``OUT/more_tasks/summary.json`` with the paired RL-over-SFT gains (completion, recovery,
-verify-before-submit). The base model is left out: it scores 0 on ``by_example`` in every recorded run (it never
+verify-before-submit), and the gain pooled with the demo's own evaluation (``OUT/eval``: tasks 0-39, 2 samples;
+each task's mean, paired per task, by ``sandgym.evaluate.metrics.paired_test``). The base model is left out: it scores 0 on ``by_example`` in every recorded run (it never
 sees the constants and never submits).
 """
 
@@ -19,13 +20,23 @@ from dataclasses import replace
 from pathlib import Path
 
 from sandgym.evaluate.aggregate import aggregate
-from sandgym.evaluate.metrics import format_interval, format_p
+from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.evaluate.metrics import format_interval, format_p, paired_test
 from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.run import evaluate_policy, load_tasks
 from sandgym.experiments.demo import eval_config
 from sandgym.train.config import load_config
 
 SUITE = "coding/by_example:heldout"
+
+
+def successes(rows: list[EpisodeRow]) -> dict[str, list[float]]:
+    """Each ``SUITE`` task's episode successes (1/0)."""
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        if r.task_id.startswith("coding/by_example/"):
+            out.setdefault(r.task_id, []).append(float(r.success))
+    return out
 
 
 def main() -> int:
@@ -49,13 +60,19 @@ def main() -> int:
     trained = ("by_example",)
     sft = aggregate(rows["sft"], samples=1, trained_families=trained)
     m = aggregate(rows["sft_rl"], samples=1, baseline=rows["sft"], trained_families=trained)
+    demo = {name: [EpisodeRow.from_json(json.loads(x)) for x in
+                   (out / "eval" / name / "episodes.jsonl").read_text(encoding="utf-8").splitlines()]
+            for name in specs}
+    pooled = paired_test(*(successes([*demo[n], *rows[n]]) for n in ("sft_rl", "sft"))).to_json()
     summary = {"tasks": [tasks[0].id, tasks[-1].id, len(tasks)], "sft": sft["overall"], "sft_rl": m["overall"],
-               "rl_vs_sft": m["baseline"]}
+               "rl_vs_sft": m["baseline"], "pooled_with_demo_eval": pooled}
     path = out / "more_tasks" / "summary.json"
     path.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     g = m["baseline"]["gain_overall"]
-    print(f"SFT {sft['overall']['completion']:.3f}  SFT + RL {m['overall']['completion']:.3f}  "
+    print(f"SFT {format_interval(sft['overall']['completion'])}  SFT + RL {format_interval(m['overall']['completion'])}  "
           f"RL over SFT {format_interval(g['diff'], signed=True)} {format_p(g['p_value'])} ({g['n_pairs']} tasks)")
+    print(f"pooled with the demo's 40 tasks: RL over SFT {format_interval(pooled['diff'], signed=True)} "
+          f"{format_p(pooled['p_value'])} ({pooled['n_pairs']} tasks)")
     print(f"summary: {path}")
     return 0
 
