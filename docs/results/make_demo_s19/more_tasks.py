@@ -65,6 +65,7 @@ def main() -> int:
             for name in specs}
     pooled = paired_test(*(successes([*demo[n], *rows[n]]) for n in ("sft_rl", "sft"))).to_json()
     summary = {"tasks": [tasks[0].id, tasks[-1].id, len(tasks)], "sft": sft["overall"], "sft_rl": m["overall"],
+               "behaviour": {"sft": sft.get("behaviour"), "sft_rl": m.get("behaviour")},
                "rl_vs_sft": m["baseline"], "pooled_with_demo_eval": pooled}
     path = out / "more_tasks" / "summary.json"
     path.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
