@@ -3,8 +3,8 @@
 Tracks (``--track``): ``test_and_fix_by_example`` (``examples/test_and_fix_by_example.toml``: multi-turn coding
 where each code block is run against the visible tests, on the ``by_example`` family, whose constants only the
 failing visible tests show, so the agent must read the failure and fix; the default and what ``make demo`` runs, at
-its quick size (:data:`QUICK`), ~26 minutes), ``long_context`` (``examples/long_context_lengths.toml``: multi-turn
-``<tool_call>`` JSON, grep and read_file over documents of 1K-8K tokens in workspace files, then submit; completion
+its quick size (:data:`QUICK`), 25 minutes idle, ~3 more for the venv), ``long_context``
+(``examples/long_context_lengths.toml``: multi-turn ``<tool_call>`` JSON, grep and read_file over documents of 1K-8K tokens in workspace files, then submit; completion
 per length; at its quick size ~24 minutes), ``single_turn`` (``examples/quickstart.toml``: one code block,
 submitted at once; ~11 minutes), ``test_and_fix`` (``examples/test_and_fix.toml``: the test-and-fix loop on
 strings/lists/numbers; ~45 minutes, and on the embedded model RL has not learned recovery there:
@@ -80,7 +80,7 @@ QUICK: dict[str, Size] = {
     "long_context": Size(("optim.steps=4",), 10, 1),
     "test_and_fix_by_example": Size(("optim.steps=6", "optim.lr=1.5e-4"), 40, 2, unseen_tasks=16),
 }
-"""A track's quick size: what the demo runs unless ``--full``. long_context in ~26 minutes on the idle 2-core CPU
+"""A track's quick size: what the demo runs unless ``--full``. long_context in 23-26 minutes on the idle 2-core CPU
 (SFT 10 min, 4 GRPO steps, 40 held-out episodes per policy); test_and_fix_by_example in fewer, larger steps
 (6 at 1.5x the learning rate instead of 10) and 16 unseen parsing tasks instead of 40 (docs/BENCHMARKS.md).
 Explicit ``--set``/``--n-tasks``/``--samples`` win over it."""
