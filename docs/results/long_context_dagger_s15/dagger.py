@@ -72,7 +72,8 @@ def main() -> int:
     g = (m.get("baseline") or {}).get("gain_overall") or {}
     print(f"dagger sft: all {format_interval(m['overall']['completion'])}, trained "
           f"{format_interval(m['transfer']['trained'].get('completion'))}; over the warm start "
-          f"{format_interval(g.get('diff'), signed=True)} {format_p(g.get('p_value'))} ({len(warm_rows)} paired)")
+          + (f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])} ({len(warm_rows)} paired)" if g
+             else "not paired (no warm-start evaluation)"))
     (out / f"dagger_summary{suffix}.json").write_text(json.dumps({"timings": timings, "metrics": m}, indent=2, default=str),
                                              encoding="utf-8")
     like = out / f"lc_dagger{suffix}"
