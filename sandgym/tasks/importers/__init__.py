@@ -43,5 +43,5 @@ def import_file(fmt: str, path: str | Path, *, split: str = "heldout", visible: 
     return IMPORTERS[fmt](path, split=split, visible=visible)
 
 
-__all__ = ["IMPORTERS", "ReferenceCheck", "check_reference", "import_file", "import_humaneval", "import_mbpp", "import_reasoning_gym",
-           "register_importer", "verify_references"]
+__all__ = ["IMPORTERS", "ReferenceCheck", "check_reference", "import_file", "import_humaneval", "import_mbpp",
+           "import_reasoning_gym", "register_importer", "verify_references"]

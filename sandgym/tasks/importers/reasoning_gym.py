@@ -5,17 +5,15 @@ max_num_statements=520 -o F`` does).
 
 Each entry becomes a ``match`` task graded by sandgym's ``normalized`` matcher (case, surrounding whitespace and
 punctuation ignored; reasoning-gym's own ``needle_haystack`` scorer also ignores inner spaces and refuses surrounding
-punctuation, so the two differ only on such spellings, never on which name is right), so only datasets with a
-reference ``answer`` import (one graded by its own code, with a null
-answer, is a problem naming the line). An entry whose ``question`` ends with its ``metadata["question"]`` after a
-longer text (``needle_haystack``: a haystack of statements, then "Who ... ? Reply only with a name.") is a
-long-context task asked as the built-in long-context families ask theirs: the text is the document, one sentence
-per line, inline in the prompt up to ``INLINE_MAX_TOKENS`` and otherwise only in the workspace file
-``document.txt``, to be searched with grep or read in ranges (an entry's optional ``placement``, "inline" or
-"file", decides instead); ``metadata["tokens"]`` gives the per-length report its
-length. Other entries are asked inline as they are.
+punctuation, so the two differ only on such spellings, never on which name is right). Only datasets with a
+reference ``answer`` import: an entry graded by its own code (a null answer) is a problem naming its line. An entry
+whose ``question`` ends with its ``metadata["question"]`` after a longer text (``needle_haystack``: a haystack of
+statements, then "Who ... ? Reply only with a name.") is a long-context task asked as the built-in long-context
+families ask theirs: the text is the document, one sentence per line, inline in the prompt up to
+``INLINE_MAX_TOKENS`` and otherwise only in the workspace file ``document.txt``, to be searched with grep or read in
+ranges (an entry's optional ``placement``, "inline" or "file", decides instead); ``metadata["tokens"]`` gives the
+per-length report its length. Other entries are asked inline as they are.
 """
-
 from __future__ import annotations
 
 import json
