@@ -14,6 +14,7 @@ families ask theirs: the text is the document, one sentence per line, inline in 
 ranges (an entry's optional ``placement``, "inline" or "file", decides instead); ``metadata["tokens"]`` gives the
 per-length report its length. Other entries are asked inline as they are.
 """
+
 from __future__ import annotations
 
 import json
