@@ -67,6 +67,9 @@ def test_any_runs_policies_on_reasoning_gym_haystacks_with_the_long_context_roll
     here = tmp_path / "run" / "transfer" / "needle_haystack"
     summary = json.loads((here / "summary.json").read_text())
     assert summary["tasks"] == 2 and set(summary["pairs"]) == {"again_vs_base"}
+    header = (here / "TRANSFER.md").read_text().split("\n| policy |")[1].split("\n")[0]
+    assert "| 4K |" in header and "recovery" not in header and "submitted" in header  # lengths; no test behaviours
+    assert set(summary["policies"]["base"]["by_length"]) == {"4K"}
     rows = [json.loads(x) for x in (here / "base" / "episodes.jsonl").read_text().splitlines()]
     assert {r["doc_tokens"] for r in rows} and all(2500 < r["doc_tokens"] < 3600 for r in rows)
     tasks = [json.loads(x) for x in (here / "tasks.jsonl").read_text().splitlines()]

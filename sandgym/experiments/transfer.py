@@ -94,11 +94,16 @@ def policy_specs(out: Path, config: TrainConfig, named: list[str] | None = None)
     return {"base": config.model.name, "sft": str(out / "train" / "sft" / "adapter"), "sft_rl": str(out / "train")}
 
 
-def transfer_table(rows: dict[str, list[EpisodeRow]]) -> tuple[Table, dict[str, Any]]:
-    """Completion and behaviour per policy, then each paired gain (over base; RL over SFT)."""
+def transfer_table(rows: dict[str, list[EpisodeRow]], behaviours: tuple[str, ...] = SHOWN
+                   ) -> tuple[Table, dict[str, Any]]:
+    """Completion (and per document length, when the tasks have documents) and ``behaviours`` per policy, then each
+    paired gain (over the first policy; RL over SFT)."""
     metrics = {name: aggregate(r, samples=1) for name, r in rows.items()}
-    shown = [b for b in SHOWN if any(m.get("behaviour", {}).get(b) for m in metrics.values())]
+    shown = [b for b in behaviours if any(m.get("behaviour", {}).get(b) for m in metrics.values())]
+    lengths = sorted({b for m in metrics.values() for b in m.get("by_length", {})}, key=lambda b: int(b[:-1]))
     lines = [(name, format_interval(m["overall"]["completion"]),
+              *(f"{m['by_length'][b]['completion']['value']:.3f}" if b in m.get("by_length", {}) else ""
+                for b in lengths),
               *(format_interval(m.get("behaviour", {}).get(b)) for b in shown)) for name, m in metrics.items()]
     pairs: dict[str, Any] = {}
     names = list(rows)
@@ -111,10 +116,12 @@ def transfer_table(rows: dict[str, list[EpisodeRow]]) -> tuple[Table, dict[str, 
         g = b.get("gain_overall")
         lines.append((f"{name} over {base} (paired)",
                       "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}",
+                      *("" for _ in lengths),
                       *(format_interval((b.get("behaviour_gain") or {}).get(x, {}).get("diff"), signed=True)
                         for x in shown)))
-    table = Table(("policy", "completion", *(b.replace("_", " ") for b in shown)), tuple(lines))
+    table = Table(("policy", "completion", *lengths, *(b.replace("_", " ") for b in shown)), tuple(lines))
     return table, {"policies": {n: {"completion": m["overall"]["completion"], "failures": m.get("failure_modes"),
+                                    "by_length": {b: v["completion"] for b, v in m.get("by_length", {}).items()},
                                     "behaviour": {b: m.get("behaviour", {}).get(b) for b in shown}}
                                 for n, m in metrics.items()}, "pairs": pairs}
 
@@ -149,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     bench = Path(args.records).stem if args.records else "humaneval"
     here = out / "transfer" / bench
     records = Path(args.records) if args.records else humaneval_records(here / "HumanEval.jsonl")
-    tasks = benchmark_tasks(records, args.format, args.visible,
-                            can_run_tests(config.rollout.code_action, config.rollout.tools))
+    tests = can_run_tests(config.rollout.code_action, config.rollout.tools)
+    tasks = benchmark_tasks(records, args.format, args.visible, tests)
     tasks_file = here / "tasks.jsonl"
     save_jsonl(tasks, tasks_file)
     rollout = replace(config.rollout, temperature=0.7, max_new_tokens=args.max_new_tokens,
@@ -160,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[transfer] {len(tasks) if not args.n_tasks else min(args.n_tasks, len(tasks))} {bench} tasks x "
           f"{len(names)} policies -> {here}", file=sys.stderr)
     rows = {name: evaluate(specs[name], name, cfg, here) for name in names}
-    table, summary = transfer_table(rows)
+    table, summary = transfer_table(rows, SHOWN if tests else ("submitted",))  # test behaviours need test runs
     summary.update(benchmark=bench, tasks=len(rows[names[0]]), max_new_tokens=args.max_new_tokens, specs=specs)
     (here / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     text = (f"# Transfer to {bench} (never trained on)\n\n{len(rows[names[0]])} tasks x 1 sample, the track's "
