@@ -1,10 +1,12 @@
 import json
+import socket
 from pathlib import Path
 
 import pytest
 
 import tests.train.toy_env  # noqa: F401  (registers toy/Letters-v0)
 from sandgym.train.config import load_config
+from sandgym.train.distributed import ddp
 from sandgym.train.loop import run
 from sandgym.train.metrics import load_metrics
 from tests.distributed.conftest import toy_overrides
@@ -96,6 +98,22 @@ def test_ray_run_with_two_data_parallel_learner_ranks(tiny_model_dir, tmp_path, 
     rows = _assert_like_single(result, single)
     assert all(r["losses/trained_sequences"] >= 0 for r in rows)
     assert any(r.get("losses/grad_norm", 0) > 0 for r in rows)  # the ranks trained and the driver mirrors them
+
+
+def test_learner_ranks_rendezvous_again_when_their_port_is_taken(tiny_model_dir, tmp_path, ray_cluster, single,
+                                                                  monkeypatch):
+    """The port the group picks can be taken before rank 0 binds it (a CI run failed with EADDRINUSE once): the
+    group is made again on another port, and the run trains as before."""
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real = ddp.free_port
+        monkeypatch.setattr(ddp, "free_port", lambda: next(ports, None) or real())
+        cfg = load_config(None, toy_overrides(tiny_model_dir, tmp_path, **RAY, **{"distributed.learner_processes": 2}))
+        result = run(cfg)
+    assert next(ports, None) is None  # the taken port was tried first
+    _assert_like_single(result, single)
 
 
 def test_ray_run_resumes_from_its_checkpoint_with_every_episode_once(tiny_model_dir, tmp_path, ray_cluster):

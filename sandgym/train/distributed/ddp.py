@@ -27,6 +27,9 @@ from sandgym.train.config import AlgorithmConfig, TrainConfig
 from sandgym.train.distributed.ray_rollout import adapter_weights, load_adapter_weights
 from sandgym.train.step import Sample, Shard, StepStats, learner_update, update_with_config
 
+PORT_ATTEMPTS = 3
+"""How many ports a learner group tries before its rendezvous failure is the caller's."""
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -87,6 +90,10 @@ class LearnerRank:
         self.optimizer.load_state_dict(optimizer_state)
         init_process_group(rank, world, address)
 
+    def ready(self) -> bool:
+        """True once the rank joined its group (a failed join raises here, in the caller's ``ray.get``)."""
+        return True
+
     def update(self, samples: list[Sample], step: int) -> tuple[StepStats, dict[str, Any] | None]:
         """This rank's part of step ``step`` (its learning rate from the config's schedule, like the driver's)."""
         components.set_lr(self.optimizer, self.config, step)
@@ -111,10 +118,21 @@ class LearnerGroup:
         world = config.distributed.learner_processes
         cls = self.ray.remote(num_cpus=0)(LearnerRank)
         host = self.ray.util.get_node_ip_address()
-        address = f"tcp://{host}:{free_port()}"
         weights = adapter_weights(model)
         state = optimizer.state_dict()
-        self.ranks = [cls.remote(config, adapter, pad_id, state, r, world, address, weights) for r in range(world)]
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            # The port is free when picked but may be taken before rank 0 binds it (another process's ephemeral
+            # port under load): the group then fails with EADDRINUSE, and is made again on a new port.
+            address = f"tcp://{host}:{free_port()}"
+            self.ranks = [cls.remote(config, adapter, pad_id, state, r, world, address, weights)
+                          for r in range(world)]
+            try:
+                self.ray.get([r.ready.remote() for r in self.ranks])
+                break
+            except self.ray.exceptions.RayActorError as exc:
+                self.close(timeout=1)
+                if "EADDRINUSE" not in str(exc) or attempt == PORT_ATTEMPTS:
+                    raise
 
     def __call__(self, samples: list[Sample], step: int) -> StepStats:
         outs = self.ray.get([r.update.remote(samples, step) for r in self.ranks])
@@ -126,9 +144,9 @@ class LearnerGroup:
         """Copy rank 0's optimiser state into the driver's optimiser (before a checkpoint)."""
         self.optimizer.load_state_dict(self.ray.get(self.ranks[0].optimizer_state.remote()))
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10) -> None:
         for r in self.ranks:
             with contextlib.suppress(Exception):  # best effort: the rank may already be gone
-                self.ray.get(r.close.remote(), timeout=10)
+                self.ray.get(r.close.remote(), timeout=timeout)
             self.ray.kill(r)
 
