@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sandgym.configs import parse_override
 from sandgym.errors import ConfigError
 from sandgym.tasks.importers.common import read_records, require, task_id
 from sandgym.tasks.suites.long_context import CHARS_PER_TOKEN, INLINE_MAX_TOKENS, document_prompt
@@ -188,14 +189,12 @@ def write_entries(dataset: str, out: str | Path, *, size: int, seed: int = 0, pl
 
 
 def dataset_config(pairs: list[str]) -> dict[str, Any]:
-    """``["min_num_statements=100", ...]`` -> ``{"min_num_statements": 100}`` (values read as JSON, else text)."""
+    """``["min_num_statements=100", ...]`` -> ``{"min_num_statements": 100}`` (values read as config overrides'
+    are: TOML values, else text)."""
     config: dict[str, Any] = {}
     for pair in pairs:
-        key, sep, text = pair.partition("=")
+        key, sep, _ = pair.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--set {pair!r}: write KEY=VALUE, e.g. --set min_num_statements=100")
-        try:
-            config[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            config[key.strip()] = text
+        config[key.strip()] = parse_override(pair)[1]
     return config
