@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
+import pytest
 import torch
 
 from sandgym.train.config import AlgorithmConfig
+from sandgym.train.distributed import ddp
 from sandgym.train.distributed.ddp import (
     broadcast_trainable,
     ddp_learner_update,
@@ -79,3 +82,36 @@ def test_two_gloo_ranks_end_with_identical_adapters_equal_to_one_process(tiny_mo
     for k in r0:
         assert not torch.equal(single[k], start[k]), k
         torch.testing.assert_close(r0[k], single[k], rtol=1e-4, atol=1e-5)
+
+
+def _join(rank: int, world: int, address: str, out: str) -> None:
+    init_process_group(rank, world, address)
+    Path(out, f"joined{rank}").write_text(address, encoding="utf-8")
+
+
+def _fail(rank: int, world: int, address: str) -> None:
+    raise ValueError(f"rank {rank} failed on its own")
+
+
+def test_spawn_rendezvous_again_when_its_port_is_taken(tmp_path, monkeypatch):
+    """The port ``spawn`` picks can be taken before rank 0 binds it: the ranks start again on another port."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ports = iter([port])
+        real = ddp.free_port
+        monkeypatch.setattr(ddp, "free_port", lambda: next(ports, None) or real())
+        spawn(2, _join, str(tmp_path))
+    assert next(ports, None) is None  # the taken port was tried first
+    addresses = {(tmp_path / f"joined{r}").read_text(encoding="utf-8") for r in range(2)}
+    assert len(addresses) == 1 and not addresses.pop().endswith(f":{port}")
+
+
+def test_spawn_raises_a_rank_failure_that_is_not_the_port(monkeypatch):
+    calls = []
+    real = ddp.free_port
+    monkeypatch.setattr(ddp, "free_port", lambda: calls.append(1) or real())
+    with pytest.raises(Exception, match="failed on its own"):
+        spawn(2, _fail)
+    assert len(calls) == 1  # not retried

@@ -69,11 +69,19 @@ def ddp_learner_update(
 
 
 def spawn(world: int, fn: Callable[..., Any], *args: Any) -> None:
-    """Run ``fn(rank, world, address, *args)`` in ``world`` local processes joined in one gloo group."""
+    """Run ``fn(rank, world, address, *args)`` in ``world`` local processes joined in one gloo group. As in
+    :class:`LearnerGroup`, a port taken between its pick and rank 0's bind (EADDRINUSE) is replaced by another one
+    and ``fn`` runs again on every rank (``PORT_ATTEMPTS`` ports in all); any other failure is the caller's."""
     import torch.multiprocessing as mp
 
-    address = f"tcp://127.0.0.1:{free_port()}"
-    mp.spawn(fn, args=(world, address, *args), nprocs=world, join=True)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        address = f"tcp://127.0.0.1:{free_port()}"
+        try:
+            mp.spawn(fn, args=(world, address, *args), nprocs=world, join=True)
+            return
+        except mp.ProcessRaisedException as exc:
+            if "EADDRINUSE" not in str(exc) or attempt == PORT_ATTEMPTS:
+                raise
 
 
 class LearnerRank:
