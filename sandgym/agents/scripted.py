@@ -68,12 +68,26 @@ class OracleAgent(_PlanAgent):
 
     def __init__(self, style: str = "tools") -> None:
         super().__init__()
+        self._task: Task | None = None
         if style not in self.STYLES:
             raise ValueError(f"OracleAgent style={style!r}; use one of {list(self.STYLES)}")
         self.style = style
         """"tools": the multi-turn tool-call plan; "code": for single-file coding tasks, one turn that is only a
         fenced python block of the reference (what an env with ``code_action="submit"`` accepts); "fix": the
         test-and-fix plan of ``code_action="test"`` (see :func:`fix_plan`)."""
+
+    def reset(self, task: Task) -> None:
+        super().reset(task)
+        self._task = task
+
+    def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        """As planned; on the first turn, when the env offers ``python``, a sum or count the answer needs is worked
+        out with it (:func:`compute_turn`) before submitting, as a reader without mental arithmetic would."""
+        if self._i == 0 and self._task is not None and "python" in tool_names(info.get("tools") or ()):
+            turn = compute_turn(self._task)
+            if turn is not None and len(self._plan) > 1:
+                self._plan.insert(len(self._plan) - 1, turn)
+        return super().act(observation, info)
 
     def plan(self, task: Task) -> list[str]:
         ref = task.reference
@@ -119,6 +133,58 @@ def search_plan(task: Task) -> list[str]:
     if "banned_region" in meta:
         return [call("grep", pattern="^(POLICY|OPTION)", path=doc)]
     return [call("list_files") + "\n" + call("read_file", path=doc, end_line=40)]
+
+
+def tool_names(schemas: Sequence[Any]) -> set[str]:
+    """The names in a list of tool schemas (``{"type": "function", "function": {"name": ...}}`` or ``{"name": ...}``)."""
+    names = set()
+    for s in schemas:
+        if isinstance(s, Mapping):
+            inner = s.get("function", s)
+            names.add(str(inner.get("name", "")) if isinstance(inner, Mapping) else "")
+    return names - {""}
+
+
+_UPDATE = re.compile(r"(SET|UPDATE) (\S+) (=|\+=|-=) (-?\d+)")
+_RECORD = re.compile(r"RECORD order #(\d+) region=(\S+) amount=(\d+) status=(\S+)")
+
+
+def compute_turn(task: Task) -> str | None:
+    """A ``python`` call that prints the task's answer from the numbers its searches show, for the families whose
+    answer is arithmetic over many lines: ``tracking`` (the variable's SET value, then each update in order:
+    ``print(10 - 5 + 7)``) and ``aggregation`` (the paid orders' amounts summed, ``print(sum([12, 40]))``, or their order numbers counted).
+    None for any other task, a document not in a file, or when the expression would not print the answer."""
+    meta = task.metadata
+    ref = task.reference
+    text = task.files.get(str(meta.get("document") or next(iter(task.files), ".")))
+    if ref is None or ref.answer is None or text is None:
+        return None
+    code = None
+    if "variable" in meta:
+        terms = []
+        for line in text.splitlines():
+            m = _UPDATE.fullmatch(line.strip())
+            if m and m.group(2) == meta["variable"]:
+                terms = [m.group(4)] if m.group(3) == "=" else [*terms, ("+ " if m.group(3) == "+=" else "- ") + m.group(4)]
+        code, value = f"print({' '.join(terms)})", _evaluate(terms)
+    elif "region" in meta:
+        paid = [m for m in (_RECORD.fullmatch(x.strip()) for x in text.splitlines())
+                if m and m.group(2) == meta["region"] and m.group(4) == "paid"]
+        total = sum(int(m.group(3)) for m in paid)
+        if str(ref.answer) == str(total):
+            code, value = f"print(sum([{', '.join(m.group(3) for m in paid)}]))", total
+        else:
+            code, value = f"print(len([{', '.join(m.group(1) for m in paid)}]))", len(paid)
+    if code is None or str(value) != str(ref.answer).strip():
+        return None
+    return call("python", code=code)
+
+
+def _evaluate(terms: Sequence[str]) -> int | None:
+    """The value of ``["10", "- 5", "+ 7"]`` (None when empty)."""
+    if not terms:
+        return None
+    return int(terms[0]) + sum(int(t[2:]) * (1 if t[0] == "+" else -1) for t in terms[1:])
 
 
 def fenced(code: str) -> str:

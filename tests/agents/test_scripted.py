@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -79,3 +80,33 @@ def test_the_oracle_searches_a_document_for_what_the_question_names_never_the_an
         assert not any(answer in p for p in patterns), (task.id, answer, patterns)
         keys = [w for w in task.prompt.replace("?", " ").split() if any(w in p for p in patterns)]
         assert keys or task.family == "constraints", (task.id, patterns)  # each search names the question's terms
+
+
+@pytest.mark.parametrize("family", ["tracking", "aggregation"])
+def test_the_oracle_works_out_a_sum_with_python_when_the_env_offers_it(family: str) -> None:
+    """Tracking and aggregation answers are arithmetic over many lines: with ``python`` among the tools the oracle's
+    demonstration copies the numbers its search showed into a print and submits what it printed; without it, the
+    plan is unchanged."""
+    from sandgym.agents.scripted import compute_turn
+    from sandgym.envs.builtin_tools import builtin_tools
+    from sandgym.tasks.registry import load_suite
+
+    tasks = [t for t in load_suite("long_context:heldout@10?tokens=2048&placement=file") if t.family == family]
+    assert tasks
+    for tools, computes in ((["grep", "read_file", "python", "submit"], True), (["grep", "read_file", "submit"], False)):
+        env = ToolEnv(tasks, tools=builtin_tools(tools), max_turns=6)
+        for task in tasks:
+            result = run_episode(env, OracleAgent(), task)
+            assistant = [m["content"] for m in result.messages if m["role"] == "assistant"]
+            pythons = [c for turn in assistant for c in parse_turn(turn).calls if c.name == "python"]
+            assert result.reward == pytest.approx(1.0), (task.id, assistant)
+            assert len(pythons) == int(computes), (task.id, assistant)
+            if computes:  # every number it adds up was on a line its search showed; the print shows the answer
+                shown = [m["content"] for m in result.messages if m["role"] != "assistant"]
+                searched = "\n".join(shown[2:-2])  # the grep results, before the python call's output
+                numbers = re.findall(r"\d+", pythons[0].arguments["code"])
+                assert all(re.search(rf"\b{n}\b", searched) for n in numbers), (task.id, numbers)
+                assert f"\n{task.reference.answer}\n" in f"\n{shown[-2]}\n", (task.id, shown[-2])
+        env.close()
+    other = next(t for t in load_suite("long_context:heldout@10?tokens=2048&placement=file") if t.family == "needle")
+    assert compute_turn(other) is None
