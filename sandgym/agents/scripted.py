@@ -83,10 +83,8 @@ class OracleAgent(_PlanAgent):
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
         """As planned; on the first turn, when the env offers ``python``, a sum or count the answer needs is worked
         out with it (:func:`compute_turn`) before submitting, as a reader without mental arithmetic would."""
-        if self._i == 0 and self._task is not None and "python" in tool_names(info.get("tools") or ()):
-            turn = compute_turn(self._task)
-            if turn is not None and len(self._plan) > 1:
-                self._plan.insert(len(self._plan) - 1, turn)
+        if self._i == 0 and self._task is not None:
+            add_compute_turn(self._plan, self._task, info)
         return super().act(observation, info)
 
     def plan(self, task: Task) -> list[str]:
@@ -133,6 +131,13 @@ def search_plan(task: Task) -> list[str]:
     if "banned_region" in meta:
         return [call("grep", pattern="^(POLICY|OPTION)", path=doc)]
     return [call("list_files") + "\n" + call("read_file", path=doc, end_line=40)]
+
+
+def add_compute_turn(plan: list[str], task: Task, info: Mapping[str, Any]) -> None:
+    """Put :func:`compute_turn` before ``plan``'s final submit when the env's reset ``info`` offers ``python``."""
+    turn = compute_turn(task) if "python" in tool_names(info.get("tools") or ()) else None
+    if turn is not None and len(plan) > 1:
+        plan.insert(len(plan) - 1, turn)
 
 
 def tool_names(schemas: Sequence[Any]) -> set[str]:
@@ -263,7 +268,8 @@ class ContinuationAgent:
     forwards`` line). Lines count as shown only in those tools' own results, checked against the document: text
     that merely echoes a line (an error, ``[no matches for '...']``, the prompt) shows nothing. Nothing is skipped
     on the oracle's knowledge alone, so each step of a continuation follows from what the episode has shown: it
-    reads on from where the policy got to and submits once the evidence is in view. In test-and-fix (style
+    reads on from where the policy got to and submits once the evidence is in view (working a sum out with
+    :func:`compute_turn` first when the env offers ``python``, as :class:`OracleAgent` does). In test-and-fix (style
     ``fix``) the continuation is the reference block then ``SUBMIT``, or ``SUBMIT`` at once when the episode's last
     block passed its visible tests (what the policy can know; a block that then fails the hidden tests makes the
     caller keep fewer of the policy's turns). A demonstration built this way
@@ -287,6 +293,7 @@ class ContinuationAgent:
         """(path, pattern) of the episode's plain-text greps whose whole result was shown."""
         self._passed = False
         """Test-and-fix: the episode's last code block passed every visible test."""
+        self._first = True
 
     def reset(self, task: Task) -> None:
         self._task = task
@@ -295,8 +302,13 @@ class ContinuationAgent:
         if self.style == "fix" and self._plan[-1] == "SUBMIT":
             self._plan = self._plan[-2:]  # the reference, then SUBMIT: a continuation never shows the planted bug
         self._last, self._shown, self._searched, self._passed = "", set(), [], False
+        self._first = True
 
     def act(self, observation: str, info: Mapping[str, Any]) -> str:
+        if self._first:  # the reset info names the env's tools: the oracle's plan works sums out with python
+            self._first = False
+            if self._task is not None:
+                add_compute_turn(self._plan, self._task, info)
         if "```" in self._last:  # test-and-fix: a block was saved and its visible tests run
             m = re.search(r"Visible tests: (\d+) passed, 0 not passed \(of (\d+)\)", observation)
             self._passed = bool(m and m.group(1) == m.group(2))

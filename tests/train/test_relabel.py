@@ -97,7 +97,9 @@ def continued(env, task, prefix) -> list:
 
 def test_equal_lines_are_distinct_evidence_a_copy_shown_does_not_show_the_others() -> None:
     """A tracked variable's updates repeat (two ``UPDATE x += 3``): reading one of them is not reading the other."""
-    env = ToolEnv(tasks=[], code_action=None, max_turns=30)
+    from sandgym.envs.builtin_tools import builtin_tools
+
+    env = ToolEnv(tasks=[], code_action=None, max_turns=30, tools=builtin_tools(["grep", "read_file", "submit"]))
     tasks = [t for t in load_suite(SUITE, n=40, seed=0, difficulty=1) if t.family == "tracking"]
     tried = 0
     try:
@@ -295,3 +297,21 @@ def test_source_kind_reads_episodes_and_trajectories(tmp_path) -> None:
     assert is_episodes(eval_row("t", ["a"]))
     assert is_episodes({"task_id": "t", "turns": []})
     assert not is_episodes({"messages": []}) and not is_episodes({"task_id": "t"})
+
+
+def test_with_python_offered_the_continuation_works_the_sum_out_after_the_policys_search() -> None:
+    """A tracking episode whose policy already grepped the updates is continued by the oracle's python sum, then the
+    submit of what it printed; without ``python`` among the tools, by the submit alone."""
+    from sandgym.envs.builtin_tools import builtin_tools
+
+    tasks = [t for t in load_suite(SUITE, n=30, seed=0, difficulty=1) if t.family == "tracking"][:3]
+    for names, expect in ((["grep", "read_file", "python", "submit"], ["python", "submit"]),
+                          (["grep", "read_file", "submit"], ["submit"])):
+        env = ToolEnv(tasks=[], code_action=None, max_turns=6, tools=builtin_tools(names))
+        for task in tasks:
+            variable = task.metadata["variable"]
+            prefix = [call("grep", pattern=f"^(SET|UPDATE) {variable} ", path=task.metadata["document"])]
+            result = run_episode(env, ContinuationAgent({task.id: prefix}), task)
+            rest = said(result)[1:]
+            assert result.success and [c.name for c in rest] == expect, (task.id, rest)
+        env.close()
