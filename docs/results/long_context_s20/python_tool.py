@@ -10,7 +10,8 @@ aggregation likewise, ``print(sum([...]))``). This trains that warm start (``exa
 tools grep, read_file, python, submit; 64 demonstrations x 3 epochs, as the track's own) into ``OUT/train/sft`` and
 scores it and ``--baseline`` (the track's plain warm start, e.g. ``lc_s19/s9/train/sft/adapter``, with the track's
 tools) on the same held-out tasks: tracking (trained) and aggregation (unseen: no demonstration shows it) at 1K, 2K,
-4K and 8K, 1 sample, temperature 0.7. Writes ``OUT/summary.json``; evaluations resume.
+4K and 8K, 1 sample, temperature 0.7. ``--rl-steps N`` then runs the track's GRPO (its training mix, python among the
+tools) from the python warm start and scores it too. Writes ``OUT/summary.json``; every stage resumes.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from sandgym.evaluate.metrics import format_interval, format_p
 from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.run import evaluate_policy, load_tasks
 from sandgym.experiments.demo import eval_config
+from sandgym.experiments.periodic_eval import train_with_eval
+from sandgym.train.checkpoint import latest_checkpoint
 from sandgym.train.config import load_config
 from sandgym.train.sft import run_sft
 
@@ -47,6 +50,9 @@ def main() -> int:
     ap.add_argument("out")
     ap.add_argument("--baseline", required=True, help="the track's plain warm start (an adapter folder)")
     ap.add_argument("--per-length", type=int, default=15, help="tasks per family per length")
+    ap.add_argument("--rl-steps", type=int, default=0,
+                    help="then GRPO from the python warm start on the track's training mix (as the track's RL, with "
+                         "python among the tools; OUT/train), scored as policy 'python_rl' and paired with it")
     args = ap.parse_args()
     out = Path(args.out)
     plain = load_config(str(CONFIG), [f'out_dir="{out / "train"}"'])
@@ -55,10 +61,19 @@ def main() -> int:
     if not (adapter / "adapter_config.json").is_file():
         result = run_sft(config, out / "train" / "sft")
         print(f"sft: {result.demonstrations} demonstrations, losses {[round(x, 3) for x in result.losses]}", flush=True)
+    policies = [("plain", args.baseline, plain), ("python", str(adapter), config)]
+    if args.rl_steps:
+        rl = replace(load_config(str(CONFIG), [f'out_dir="{out / "train"}"', TOOLS, f"optim.steps={args.rl_steps}"]),
+                     init="base")
+        rl = replace(rl, model=replace(rl.model, adapter=str(adapter)))
+        done = latest_checkpoint(out / "train")
+        if done is None or not done.name.endswith(f"{args.rl_steps:06d}"):
+            train_with_eval(rl, resume=done is not None)
+        policies.append(("python_rl", str(out / "train"), rl))
     suites = tuple(f"long_context/{f}:heldout?tokens={n}&placement=file" for f in ("tracking", "aggregation")
                    for n in LENGTHS)
     rows: dict[str, list[EpisodeRow]] = {}
-    for name, spec, cfg in (("plain", args.baseline, plain), ("python", str(adapter), config)):
+    for name, spec, cfg in policies:
         ecfg = replace(eval_config(cfg, out / "eval", n_tasks=args.per_length, samples=1, seeds=1), suites=suites)
         policy, info = load_policy(spec)
         rows[name] = evaluate_policy(policy, info, replace(ecfg, policy=spec), out / "eval" / name,
@@ -77,14 +92,16 @@ def main() -> int:
         summary["policies"][name] = by_family
         print(f"{name}: " + "; ".join(f"{f} {format_interval(v['all'])} {v['by_length']} python {v['python_calls']:.2f} "
                                        f"{v['failures']}" for f, v in by_family.items()), flush=True)
-    for fam in ("tracking", "aggregation"):
-        cand = [r for r in rows["python"] if r.family == fam]
-        base = [r for r in rows["plain"] if r.family == fam]
-        b = aggregate(cand, samples=1, baseline=base, trained_families=trained)["baseline"]
-        summary[f"python vs plain, {fam}"] = {k: b.get(k) for k in ("gain_overall", "gain_by_length")}
-        g = b["gain_overall"]
-        print(f"python vs plain, {fam}: {format_interval(g['diff'], signed=True)} {format_p(g['p_value'])} "
-              f"({g['n_pairs']} tasks)")
+    pairs = [("python", "plain"), *((("python_rl", "python"), ("python_rl", "plain")) if "python_rl" in rows else ())]
+    for cand_name, ref_name in pairs:
+        for fam in ("tracking", "aggregation"):
+            cand = [r for r in rows[cand_name] if r.family == fam]
+            base = [r for r in rows[ref_name] if r.family == fam]
+            b = aggregate(cand, samples=1, baseline=base, trained_families=trained)["baseline"]
+            summary[f"{cand_name} vs {ref_name}, {fam}"] = {k: b.get(k) for k in ("gain_overall", "gain_by_length")}
+            g = b["gain_overall"]
+            print(f"{cand_name} vs {ref_name}, {fam}: {format_interval(g['diff'], signed=True)} "
+                  f"{format_p(g['p_value'])} ({g['n_pairs']} tasks)")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     print(f"summary: {out / 'summary.json'}; warm start: {adapter}; eval: {out / 'eval'}")
     return 0
