@@ -166,7 +166,7 @@ def compute_turn(task: Task) -> str | None:
         return None
     code = None
     if "variable" in meta:
-        terms = []
+        terms: list[str] = []
         for line in text.splitlines():
             m = _UPDATE.fullmatch(line.strip())
             if m and m.group(2) == meta["variable"]:
