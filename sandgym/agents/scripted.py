@@ -66,12 +66,16 @@ class OracleAgent(_PlanAgent):
 
     STYLES = ("tools", "code", "fix")
 
-    def __init__(self, style: str = "tools") -> None:
+    def __init__(self, style: str = "tools", compute: str = "expression") -> None:
         super().__init__()
         self._task: Task | None = None
         if style not in self.STYLES:
             raise ValueError(f"OracleAgent style={style!r}; use one of {list(self.STYLES)}")
+        if compute not in COMPUTE_MODES:
+            raise ValueError(f"OracleAgent compute={compute!r}; use one of {list(COMPUTE_MODES)}")
         self.style = style
+        self.compute = compute
+        """How a sum is worked out with ``python`` (:data:`COMPUTE_MODES`, :func:`compute_turn`)."""
         """"tools": the multi-turn tool-call plan; "code": for single-file coding tasks, one turn that is only a
         fenced python block of the reference (what an env with ``code_action="submit"`` accepts); "fix": the
         test-and-fix plan of ``code_action="test"`` (see :func:`fix_plan`)."""
@@ -84,7 +88,7 @@ class OracleAgent(_PlanAgent):
         """As planned; on the first turn, when the env offers ``python``, a sum or count the answer needs is worked
         out with it (:func:`compute_turn`) before submitting, as a reader without mental arithmetic would."""
         if self._i == 0 and self._task is not None:
-            add_compute_turn(self._plan, self._task, info)
+            add_compute_turn(self._plan, self._task, info, self.compute)
         return super().act(observation, info)
 
     def plan(self, task: Task) -> list[str]:
@@ -133,9 +137,10 @@ def search_plan(task: Task) -> list[str]:
     return [call("list_files") + "\n" + call("read_file", path=doc, end_line=40)]
 
 
-def add_compute_turn(plan: list[str], task: Task, info: Mapping[str, Any]) -> None:
-    """Put :func:`compute_turn` before ``plan``'s final submit when the env's reset ``info`` offers ``python``."""
-    turn = compute_turn(task) if "python" in tool_names(info.get("tools") or ()) else None
+def add_compute_turn(plan: list[str], task: Task, info: Mapping[str, Any], mode: str = "expression") -> None:
+    """Put :func:`compute_turn` (``mode``) before ``plan``'s final submit when the env's reset ``info`` offers
+    ``python``."""
+    turn = compute_turn(task, mode) if "python" in tool_names(info.get("tools") or ()) else None
     if turn is not None and len(plan) > 1:
         plan.insert(len(plan) - 1, turn)
 
@@ -154,35 +159,78 @@ _UPDATE = re.compile(r"(SET|UPDATE) (\S+) (=|\+=|-=) (-?\d+)")
 _RECORD = re.compile(r"RECORD order #(\d+) region=(\S+) amount=(\d+) status=(\S+)")
 
 
-def compute_turn(task: Task) -> str | None:
-    """A ``python`` call that prints the task's answer from the numbers its searches show, for the families whose
-    answer is arithmetic over many lines: ``tracking`` (the variable's SET value, then each update in order:
-    ``print(10 - 5 + 7)``) and ``aggregation`` (the paid orders' amounts summed, ``print(sum([12, 40]))``, or their order numbers counted).
-    None for any other task, a document not in a file, or when the expression would not print the answer."""
+COMPUTE_MODES = ("expression", "program")
+"""How :func:`compute_turn` works a sum out: "expression" copies the numbers the search showed into one print
+(``print(10 - 5 + 7)``); "program" runs a short loop over the document file itself that applies each line it needs
+(the same code at every document length: only the file's path and the name the question gives change)."""
+
+
+def compute_turn(task: Task, mode: str = "expression") -> str | None:
+    """A ``python`` call that prints the task's answer, for the families whose answer is arithmetic over many
+    lines: ``tracking`` (the variable's SET value, then each update in order) and ``aggregation`` (the paid orders'
+    amounts summed, or their order numbers counted). ``mode`` (:data:`COMPUTE_MODES`): "expression" prints the sum
+    of the numbers a search shows (``print(10 - 5 + 7)``, ``print(sum([12, 40]))``); "program" reads the document
+    file and applies each of the variable's lines (``exec('v' + '+= 7')``) or sums the region's paid amounts.
+    None for any other task, a document not in a file, or when the code would not print the answer."""
+    if mode not in COMPUTE_MODES:
+        raise ValueError(f"compute mode {mode!r}; use one of {list(COMPUTE_MODES)}")
     meta = task.metadata
     ref = task.reference
-    text = task.files.get(str(meta.get("document") or next(iter(task.files), ".")))
+    doc = str(meta.get("document") or next(iter(task.files), "."))
+    text = task.files.get(doc)
     if ref is None or ref.answer is None or text is None:
         return None
-    code = None
+    code, value = (_program if mode == "program" else _expression)(meta, doc, text, str(ref.answer).strip())
+    if code is None or str(value) != str(ref.answer).strip():
+        return None
+    return call("python", code=code)
+
+
+def _expression(meta: Mapping[str, Any], doc: str, text: str, answer: str) -> tuple[str | None, Any]:
     if "variable" in meta:
         terms: list[str] = []
         for line in text.splitlines():
             m = _UPDATE.fullmatch(line.strip())
             if m and m.group(2) == meta["variable"]:
                 terms = [m.group(4)] if m.group(3) == "=" else [*terms, ("+ " if m.group(3) == "+=" else "- ") + m.group(4)]
-        code, value = f"print({' '.join(terms)})", _evaluate(terms)
-    elif "region" in meta:
+        return f"print({' '.join(terms)})", _evaluate(terms)
+    if "region" in meta:
         paid = [m for m in (_RECORD.fullmatch(x.strip()) for x in text.splitlines())
                 if m and m.group(2) == meta["region"] and m.group(4) == "paid"]
         total = sum(int(m.group(3)) for m in paid)
-        if str(ref.answer) == str(total):
-            code, value = f"print(sum([{', '.join(m.group(3) for m in paid)}]))", total
-        else:
-            code, value = f"print(len([{', '.join(m.group(1) for m in paid)}]))", len(paid)
-    if code is None or str(value) != str(ref.answer).strip():
-        return None
-    return call("python", code=code)
+        if answer == str(total):
+            return f"print(sum([{', '.join(m.group(3) for m in paid)}]))", total
+        return f"print(len([{', '.join(m.group(1) for m in paid)}]))", len(paid)
+    return None, None
+
+
+def _program(meta: Mapping[str, Any], doc: str, text: str, answer: str) -> tuple[str | None, Any]:
+    """The program and the value it prints, worked out here with the program's own selection rule (the document
+    is task data: it is parsed, never executed, in this process); None when a line it would run is not a plain
+    assignment or update."""
+    if "variable" in meta:
+        var, value = str(meta["variable"]), 0
+        for line in text.splitlines():
+            if line.split()[1:2] != [var]:
+                continue
+            m = re.fullmatch(r"(=|\+=|-=) ?(-?\d+)\s*", line.split(None, 2)[2] if len(line.split()) > 2 else "")
+            if m is None:
+                return None, None
+            value = int(m.group(2)) if m.group(1) == "=" else value + int(m.group(2)) * (1 if m.group(1) == "+=" else -1)
+        code = (f"v=0\nfor l in open({doc!r}):\n if l.split()[1:2]==[{var!r}]:exec('v'+l.split(None,2)[2])\n"
+                "print(v)")
+        return code, value
+    if "region" in meta:
+        selected = [x for x in text.splitlines() if f"region={meta['region']} " in x and "status=paid" in x]
+        records = [_RECORD.search(x) for x in selected]
+        if not all(records):
+            return None, None
+        total = sum(int(m.group(3)) for m in records if m)
+        rows = f"for l in open({doc!r}) if 'region={meta['region']} ' in l and 'status=paid' in l"
+        if answer == str(total):
+            return f"print(sum(int(l.split('amount=')[1].split()[0]) {rows}))", total
+        return f"print(sum(1 {rows}))", len(selected)
+    return None, None
 
 
 def _evaluate(terms: Sequence[str]) -> int | None:
@@ -277,9 +325,11 @@ class ContinuationAgent:
     whole episode from a state the policy never reaches."""
 
     def __init__(self, prefixes: Mapping[str, Sequence[str]], style: str = "tools",
-                 labels: dict[str, list[str]] | None = None) -> None:
+                 labels: dict[str, list[str]] | None = None, compute: str = "expression") -> None:
         self.prefixes = prefixes
         self.style = style
+        self.compute = compute
+        """As :class:`OracleAgent`'s."""
         self.labels = labels
         """When given, ``labels[task_id]`` gets the oracle's turn for each state the episode reaches, the policy's
         own included (what the oracle would have done instead of each of the policy's turns)."""
@@ -308,7 +358,7 @@ class ContinuationAgent:
         if self._first:  # the reset info names the env's tools: the oracle's plan works sums out with python
             self._first = False
             if self._task is not None:
-                add_compute_turn(self._plan, self._task, info)
+                add_compute_turn(self._plan, self._task, info, self.compute)
         if "```" in self._last:  # test-and-fix: a block was saved and its visible tests run
             m = re.search(r"Visible tests: (\d+) passed, 0 not passed \(of (\d+)\)", observation)
             self._passed = bool(m and m.group(1) == m.group(2))

@@ -152,6 +152,13 @@ class SFTConfig:
     turn (the policy's turns that agree are trained, each one that does not gets a demonstration of the oracle's
     turn in its place, and the oracle continues from the last state); "last_state" trains only the continuation
     from the state the episode reached before its last turn."""
+    compute: Literal["expression", "program"] = "expression"
+    """When the env offers the ``python`` tool, how the oracle works out an answer that is arithmetic over many
+    document lines (long-context tracking and aggregation) before submitting it: "expression" copies the numbers
+    its search showed into one print (``print(10 - 5 + 7)``: the longer the document, the more terms to copy);
+    "program" runs a loop over the document file that applies each of the variable's lines (or sums the region's
+    paid amounts), the same code at every length with only the file's path and the question's name changed.
+    Without ``python`` among ``rollout.tools`` neither is used."""
     episodes: int = 64
     epochs: int = 2
     lr: float = 2e-4

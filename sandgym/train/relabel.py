@@ -121,7 +121,7 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
             break
         retry: list[tuple[Task, tuple[str, ...]]] = []
         for batch in _one_per_task(pending):  # an agent finds its prefix by task id: one episode of a task a batch
-            done, labels = _play(batch, style, tokenizer, components.env_factory(wide), rc)
+            done, labels = _play(batch, style, tokenizer, components.env_factory(wide), rc, config.sft.compute)
             for task, prefix in batch:
                 t = done.get(task.id)
                 if t is None:
@@ -141,7 +141,7 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
         pending = retry
     counts["gave_up"] += len(pending)
     for batch in _one_per_task(fixes):  # the oracle's turn in place of each of the policy's that differs from it
-        done, _ = _play(batch, style, tokenizer, components.env_factory(wide), rc)
+        done, _ = _play(batch, style, tokenizer, components.env_factory(wide), rc, config.sft.compute)
         for task, prefix in batch:
             t = done.get(task.id)
             if t is not None and t.num_turns > len(prefix):
@@ -150,14 +150,14 @@ def continuations(config: TrainConfig, tokenizer: Any, episodes: Sequence[tuple[
     return out, dict(counts)
 
 
-def _play(batch: Sequence[tuple[Task, tuple[str, ...]]], style: str, tokenizer: Any, make_env: Any, rc: Any
-          ) -> tuple[dict[str, Trajectory], dict[str, list[str]]]:
+def _play(batch: Sequence[tuple[Task, tuple[str, ...]]], style: str, tokenizer: Any, make_env: Any, rc: Any,
+          compute: str) -> tuple[dict[str, Trajectory], dict[str, list[str]]]:
     """Each task's prefix, then the oracle: the trajectories and the oracle's label at each state, by task id."""
     from sandgym.agents.rollout import rollout
 
     prefixes = {task.id: prefix for task, prefix in batch}
     labels: dict[str, list[str]] = {}
-    policy = ScriptedPolicy(partial(ContinuationAgent, prefixes, style, labels=labels), tokenizer=tokenizer)
+    policy = ScriptedPolicy(partial(ContinuationAgent, prefixes, style, labels=labels, compute=compute), tokenizer=tokenizer)
     trajs = rollout(policy, make_env, [task for task, _ in batch], config=rc)
     return {t.task_id: t for t in trajs}, labels
 

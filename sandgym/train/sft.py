@@ -109,7 +109,7 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     style = config.sft.style(config.rollout.code_action)
     # test-and-fix: a planted bug fails the visible tests only sometimes, so draw from 3x the tasks and balance
     tasks = tasks[: config.sft.episodes * (3 if style == "fix" else 1)]
-    policy = ScriptedPolicy(lambda: OracleAgent(style=style), tokenizer=tokenizer)
+    policy = ScriptedPolicy(lambda: OracleAgent(style=style, compute=config.sft.compute), tokenizer=tokenizer)
     rc = RolloutConfig(max_new_tokens=4096, max_turns=config.rollout.max_turns + 4, max_total_tokens=16384, seed=config.seed)
     trajs = rollout(policy, components.env_factory(config), tasks, group_size=1, config=rc)
     return balanced_fix_demos(trajs, config.sft.episodes) if style == "fix" else trajs

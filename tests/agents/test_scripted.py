@@ -110,3 +110,42 @@ def test_the_oracle_works_out_a_sum_with_python_when_the_env_offers_it(family: s
         env.close()
     other = next(t for t in load_suite("long_context:heldout@10?tokens=2048&placement=file") if t.family == "needle")
     assert compute_turn(other) is None
+
+
+@pytest.mark.parametrize("tokens", [1024, 8192])
+def test_the_oracle_program_reads_the_document_and_prints_the_answer_at_any_length(tokens: int) -> None:
+    """``compute="program"``: one loop over the document file (the same code at every length, only the path and the
+    question's name differ) prints the answer in the sandbox, and the episode is rewarded; a line of the variable that
+    is not a plain update makes the oracle decline (None) rather than demonstrate a program it cannot vouch for."""
+    from dataclasses import replace
+
+    from sandgym.agents.scripted import compute_turn
+    from sandgym.envs.builtin_tools import builtin_tools
+    from sandgym.tasks.registry import load_suite
+
+    tasks = [t for t in load_suite(f"long_context:heldout@10?tokens={tokens}&placement=file")
+             if t.family in ("tracking", "aggregation")]
+    assert {t.family for t in tasks} == {"tracking", "aggregation"}
+    env = ToolEnv(tasks, tools=builtin_tools(["grep", "read_file", "python", "submit"]), max_turns=6)
+    codes = {}
+    for task in tasks:
+        result = run_episode(env, OracleAgent(compute="program"), task)
+        assistant = [m["content"] for m in result.messages if m["role"] == "assistant"]
+        pythons = [c for turn in assistant for c in parse_turn(turn).calls if c.name == "python"]
+        assert result.reward == pytest.approx(1.0), (task.id, assistant)
+        assert len(pythons) == 1 and "open(" in pythons[0].arguments["code"], (task.id, assistant)
+        shown = [m["content"] for m in result.messages if m["role"] != "assistant"]
+        assert f"\n{task.reference.answer}\n" in f"\n{shown[-2]}\n", (task.id, shown[-2])
+        name = str(task.metadata.get("variable") or task.metadata.get("region"))
+        codes.setdefault(task.family, set()).add(pythons[0].arguments["code"].replace(name, "NAME"))
+    env.close()
+    assert all(len(c) <= 2 for c in codes.values()), codes  # one program per family (aggregation: sum or count)
+    tracking = next(t for t in tasks if t.family == "tracking")
+    doc = str(tracking.metadata["document"])
+    odd = f"UPDATE {tracking.metadata['variable']} *= 2"
+    broken = replace(tracking, files={doc: tracking.files[doc] + "\n" + odd + "\n"})
+    assert compute_turn(broken, "program") is None
+    with pytest.raises(ValueError, match="compute mode 'sum'"):
+        compute_turn(tracking, "sum")
+    with pytest.raises(ValueError, match="compute='sum'"):
+        OracleAgent(compute="sum")

@@ -314,4 +314,9 @@ def test_with_python_offered_the_continuation_works_the_sum_out_after_the_policy
             result = run_episode(env, ContinuationAgent({task.id: prefix}), task)
             rest = said(result)[1:]
             assert result.success and [c.name for c in rest] == expect, (task.id, rest)
+            if "python" in names:  # the default works the sum out from the numbers shown; "program" reads the file
+                assert "open(" not in rest[0].arguments["code"]
+                program = run_episode(env, ContinuationAgent({task.id: prefix}, compute="program"), task)
+                code = said(program)[1].arguments["code"]
+                assert program.success and f"open({task.metadata['document']!r})" in code, (task.id, code)
         env.close()
