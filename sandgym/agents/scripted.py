@@ -74,11 +74,11 @@ class OracleAgent(_PlanAgent):
         if compute not in COMPUTE_MODES:
             raise ValueError(f"OracleAgent compute={compute!r}; use one of {list(COMPUTE_MODES)}")
         self.style = style
-        self.compute = compute
-        """How a sum is worked out with ``python`` (:data:`COMPUTE_MODES`, :func:`compute_turn`)."""
         """"tools": the multi-turn tool-call plan; "code": for single-file coding tasks, one turn that is only a
         fenced python block of the reference (what an env with ``code_action="submit"`` accepts); "fix": the
         test-and-fix plan of ``code_action="test"`` (see :func:`fix_plan`)."""
+        self.compute = compute
+        """How a sum is worked out with ``python`` (:data:`COMPUTE_MODES`, :func:`compute_turn`)."""
 
     def reset(self, task: Task) -> None:
         super().reset(task)
@@ -211,9 +211,10 @@ def _program(meta: Mapping[str, Any], doc: str, text: str, answer: str) -> tuple
     if "variable" in meta:
         var, value = str(meta["variable"]), 0
         for line in text.splitlines():
-            if line.split()[1:2] != [var]:
+            words = line.split(None, 2)  # the program's own test: the line's second word is the variable
+            if words[1:2] != [var]:
                 continue
-            m = re.fullmatch(r"(=|\+=|-=) ?(-?\d+)\s*", line.split(None, 2)[2] if len(line.split()) > 2 else "")
+            m = re.fullmatch(r"(=|\+=|-=) ?(-?\d+)\s*", words[2] if len(words) > 2 else "")
             if m is None:
                 return None, None
             value = int(m.group(2)) if m.group(1) == "=" else value + int(m.group(2)) * (1 if m.group(1) == "+=" else -1)
