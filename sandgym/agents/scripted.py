@@ -180,8 +180,9 @@ def compute_turn(task: Task, mode: str = "expression") -> str | None:
     text = task.files.get(doc)
     if ref is None or ref.answer is None or text is None:
         return None
-    code, value = (_program if mode == "program" else _expression)(meta, doc, text, str(ref.answer).strip())
-    if code is None or str(value) != str(ref.answer).strip():
+    answer = str(ref.answer).strip()
+    code, value = (_program if mode == "program" else _expression)(meta, doc, text, answer)
+    if code is None or str(value) != answer:
         return None
     return call("python", code=code)
 

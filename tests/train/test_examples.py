@@ -43,3 +43,32 @@ def test_joint_example_mixes_both_domains_and_demonstrates_each_its_own_way():
     assert oracle.plan(tasks["coding"][0])[0].startswith("```python")  # a coding task: one fenced block
     plan = oracle.plan(tasks["long_context"][0])  # a question: the tool-call search plan, then submit
     assert len(plan) >= 2 and all("<tool_call>" in turn for turn in plan) and '"submit"' in plan[-1]
+
+
+def test_program_example_demonstrates_the_loop_for_tracking_and_a_plain_search_for_needle():
+    """examples/long_context_program.toml: its warm start's oracle (the config's own style and compute mode, in the
+    config's own env with its tools and turn term) runs one loop over the document file for a tracking question and
+    greps then submits for a needle question; both rewarded, in the real sandbox."""
+    from sandgym.agents.scripted import OracleAgent, run_episode
+    from sandgym.envs.parsing import parse_turn
+    from sandgym.train.components import domain_tasks, env_factory
+
+    cfg = load_config(EXAMPLES[0].parent / "long_context_program.toml")
+    assert (cfg.sft.compute, cfg.algorithm.advantage_mode) == ("program", "per_step")
+    tasks = [t for ts in domain_tasks(cfg).values() for t in ts]
+    picked = {f: next(t for t in tasks if t.family == f and "t8192" in t.id) for f in ("tracking", "needle")}
+    env = env_factory(cfg)()
+    try:
+        tools = {}
+        for family, task in picked.items():
+            result = run_episode(env, OracleAgent(style=cfg.sft.style(cfg.rollout.code_action),
+                                                  compute=cfg.sft.compute), task)
+            calls = [c for m in result.messages if m["role"] == "assistant" for c in parse_turn(m["content"]).calls]
+            assert result.reward > 0.9, (task.id, result.messages[-2:])
+            tools[family] = [c.name for c in calls]
+            if family == "tracking":
+                assert "open(" in calls[tools[family].index("python")].arguments["code"]
+    finally:
+        env.close()
+    assert tools["tracking"] == ["grep", "python", "submit"], tools
+    assert "python" not in tools["needle"] and tools["needle"][-1] == "submit", tools
