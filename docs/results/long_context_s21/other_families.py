@@ -1,11 +1,12 @@
 """Does RL on tracking alone cost the track's other trained families? Needle and multihop, before and after.
 
-    python docs/results/long_context_s21/other_families.py OUT [--per-length 8]
+    python docs/results/long_context_s21/other_families.py OUT [--per-length 8] [--families constraints]
 
 Scores ``program_tool.py``'s warm start (``OUT/sft/adapter``) and its RL adapter (``OUT/train``, trained on
-tracking alone) on held-out needle and multihop tasks at 1K, 2K, 4K and 8K (``--per-length`` each, 1 sample,
+tracking alone or on the track's mix) on held-out needle and multihop tasks at 1K, 2K, 4K and 8K (``--per-length`` each, 1 sample,
 temperature 0.7, the same tasks and sampling seeds for both, tools grep, read_file, python, submit) and pairs them.
-Writes ``OUT/other_families.json``; each evaluation resumes.
+Writes ``OUT/other_families.json``; each evaluation resumes. ``--families`` scores other families instead (for
+example the unseen ``constraints``), into ``OUT/eval_<families>`` and ``OUT/<families>.json``.
 """
 
 from __future__ import annotations
@@ -31,21 +32,25 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="program_tool.py's OUT")
     ap.add_argument("--per-length", type=int, default=8)
+    ap.add_argument("--families", default="needle,multihop", help="comma-separated long_context families")
     args = ap.parse_args()
     out = Path(args.out)
+    families = tuple(args.families.split(","))
+    tag = "other_families" if families == ("needle", "multihop") else "_".join(families)
+    eval_dir = out / ("eval_other" if tag == "other_families" else f"eval_{tag}")
     config = load_config(str(CONFIG), [f'out_dir="{out / "train"}"', TOOLS])
-    suites = tuple(f"long_context/{f}:heldout?tokens={n}&placement=file" for f in ("needle", "multihop")
+    suites = tuple(f"long_context/{f}:heldout?tokens={n}&placement=file" for f in families
                    for n in (1024, 2048, 4096, 8192))
-    ecfg = replace(eval_config(config, out / "eval_other", n_tasks=args.per_length, samples=1, seeds=1), suites=suites)
+    ecfg = replace(eval_config(config, eval_dir, n_tasks=args.per_length, samples=1, seeds=1), suites=suites)
     tasks = load_tasks(ecfg)
     rows = {}
     for name, spec in (("program", out / "sft" / "adapter"), ("program_rl", out / "train")):
         policy, info = load_policy(str(spec))
-        rows[name] = evaluate_policy(policy, info, replace(ecfg, policy=str(spec)), out / "eval_other" / name,
+        rows[name] = evaluate_policy(policy, info, replace(ecfg, policy=str(spec)), eval_dir / name,
                                      tasks=tasks)
         del policy
     summary: dict = {"per_length": args.per_length, "suites": list(suites)}
-    for fam in ("needle", "multihop", None):
+    for fam in (*families, None) if len(families) > 1 else families:
         sub = {n: [r for r in rs if fam is None or r.family == fam] for n, rs in rows.items()}
         b = aggregate(sub["program_rl"], samples=1, baseline=sub["program"])
         g = b["baseline"]["gain_overall"]
@@ -54,8 +59,8 @@ def main() -> int:
                         "program_rl": b["overall"]["completion"], "gain": g}
         print(f"{key}: program_rl {format_interval(b['overall']['completion'])}, over program "
               f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])} ({g['n_pairs']} tasks)", flush=True)
-    (out / "other_families.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    print(f"summary: {out / 'other_families.json'}; eval: {out / 'eval_other'}")
+    (out / f"{tag}.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    print(f"summary: {out / f'{tag}.json'}; eval: {eval_dir}")
     return 0
 
 
