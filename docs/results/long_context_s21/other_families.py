@@ -3,8 +3,9 @@
     python docs/results/long_context_s21/other_families.py OUT [--per-length 8] [--families constraints]
 
 Scores ``program_tool.py``'s warm start (``OUT/sft/adapter``) and its RL adapter (``OUT/train``, trained on
-tracking alone or on the track's mix) on held-out needle and multihop tasks at 1K, 2K, 4K and 8K (``--per-length`` each, 1 sample,
-temperature 0.7, the same tasks and sampling seeds for both, tools grep, read_file, python, submit) and pairs them.
+tracking alone or on the track's mix) on held-out needle and multihop tasks at 1K, 2K, 4K and 8K (``--per-length``
+each, 1 sample, temperature 0.7, the same tasks and sampling seeds for both, tools grep, read_file, python, submit)
+and pairs them.
 Writes ``OUT/other_families.json``; each evaluation resumes. ``--families`` scores other families instead (for
 example the unseen ``constraints``), into ``OUT/eval_<families>`` and ``OUT/<families>.json``.
 """
