@@ -72,3 +72,32 @@ def test_program_example_demonstrates_the_loop_for_tracking_and_a_plain_search_f
         env.close()
     assert tools["tracking"] == ["grep", "python", "submit"], tools
     assert "python" not in tools["needle"] and tools["needle"][-1] == "submit", tools
+
+
+def test_json_tools_example_credits_only_submitted_work():
+    """examples/json_tools.toml grades only submitted episodes (``require_submit``): in the config's own env, the
+    oracle's correct file left unsubmitted until the turns run out earns nothing, and the same plan with ``submit``
+    earns the reward; real sandbox. (Without it, RL learned to stop testing and submitting: docs/BENCHMARKS.md.)"""
+    from sandgym.agents.scripted import OracleAgent, call, run_episode
+    from sandgym.train.components import domain_tasks, env_factory
+
+    cfg = load_config(EXAMPLES[0].parent / "json_tools.toml")
+    assert cfg.rollout.env_kwargs == {"require_submit": True}
+    task = domain_tasks(cfg)["coding"][0]
+    oracle = OracleAgent(style=cfg.sft.style(cfg.rollout.code_action))
+    plan = oracle.plan(task)
+    assert '"submit"' in plan[-1] and any('"write_file"' in turn for turn in plan)
+    env = env_factory(cfg)()
+    try:
+        env.reset(options={"task": task})
+        turns = 0
+        for turn in [*plan[:-1], *[call("list_files")] * cfg.rollout.max_turns]:  # all but submit, then idle
+            _, reward, term, trunc, info = env.step(turn)
+            turns += 1
+            if term or trunc:
+                break
+        assert trunc and not term and turns == cfg.rollout.max_turns
+        assert not info["outcome"].success and reward <= 0.0 and info["failure_mode"] == "budget"
+        assert run_episode(env, oracle, task).reward > 0.9  # the same plan, submitted
+    finally:
+        env.close()
