@@ -6,6 +6,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from sandgym.envs.parsing import parse_turn
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.behaviour import behaviour
 from sandgym.evaluate.episodes import read_rows
@@ -31,13 +32,9 @@ def plan(row) -> str:
 
 
 def _calls(text: str) -> list[str]:
-    found = []
-    for chunk in text.split("<tool_call>")[1:]:
-        try:
-            found.append(json.loads(chunk.split("</tool_call>")[0])["name"])
-        except (ValueError, KeyError, TypeError):
-            found.append("(bad)")
-    return found
+    """The turn's tool names as the env parses them, ``(bad)`` for each call it could not parse."""
+    turn = parse_turn(text)
+    return [c.name for c in turn.calls] + ["(bad)" for e in turn.errors if e.kind == "malformed"]
 
 
 for name, rs in rows.items():
