@@ -8,7 +8,8 @@ line is written to ``RUN_DIR/eval_curve.jsonl``::
      "trained": {...completion...}, "unseen": {...completion...}}
 
 Episodes of each evaluation are kept in ``RUN_DIR/eval/step-NNNNNN/episodes.jsonl`` (for per-task paired
-comparisons in sweep reports). The global RNG state is restored afterwards, so turning evaluation on does not
+comparisons in sweep reports); a run whose domains have their own rollouts (``[domains.mix.rollout]``) scores each
+such domain's held-out split in that rollout, in ``step-NNNNNN/<domain>/``, and the curve's row pools them. The global RNG state is restored afterwards, so turning evaluation on does not
 change what the run trains on.
 
 The training loop never imports this module: :func:`train_with_eval` (what ``sandgym train``, sweeps and the demo
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,18 +30,20 @@ from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.policies import PolicyInfo
 from sandgym.evaluate.run import evaluate_policy, load_tasks
 from sandgym.experiments.judge_drift import maybe_recalibrate
+from sandgym.rollout.spec import RolloutSpec
 from sandgym.train.checkpoint import rng_state, set_rng_state
-from sandgym.train.config import TrainConfig
+from sandgym.train.config import DomainConfig, TrainConfig, domain_name, domain_rollout
 
 CURVE = "eval_curve.jsonl"
 
 
-def eval_suites(config: TrainConfig) -> tuple[str, ...]:
-    """``eval.suites``, else each training suite's ``:heldout`` split (a suite without a split is used as is)."""
+def eval_suites(config: TrainConfig, mix: Sequence[DomainConfig] | None = None) -> tuple[str, ...]:
+    """``eval.suites``, else each training suite's ``:heldout`` split (a suite without a split is used as is), of
+    ``mix`` (default: every domain)."""
     if config.eval.suites:
         return config.eval.suites
     out: list[str] = []
-    for d in config.domains.mix:
+    for d in config.domains.mix if mix is None else mix:
         name, sep, _ = d.suite.partition(":")
         spec = f"{name}:heldout" if sep else d.suite
         if spec not in out:
@@ -50,11 +54,27 @@ def eval_suites(config: TrainConfig) -> tuple[str, ...]:
 def eval_config(config: TrainConfig, out_dir: Path) -> EvalConfig:
     """The :class:`~sandgym.evaluate.config.EvalConfig` of the periodic evaluation: the training ``[rollout]``
     (same environment, budgets and tools) sampled at ``eval.temperature``."""
+    return _eval_config(config, out_dir, eval_suites(config), config.rollout)
+
+
+def eval_configs(config: TrainConfig, out_dir: Path) -> list[EvalConfig]:
+    """One :func:`eval_config` per rollout of the run: with ``[domains.mix.rollout]`` tables, each such domain's
+    held-out suites in its own rollout (``OUT/<domain>``) and the other domains' in ``[rollout]`` (``OUT/rollout``)."""
+    if not any(d.rollout for d in config.domains.mix):
+        return [eval_config(config, out_dir)]
+    groups: dict[str, list[DomainConfig]] = {}
+    for d in config.domains.mix:
+        groups.setdefault(domain_name(d) if d.rollout else "", []).append(d)
+    return [_eval_config(config, out_dir / (key or "rollout"), eval_suites(config, mix), domain_rollout(config, mix[0]))
+            for key, mix in groups.items()]
+
+
+def _eval_config(config: TrainConfig, out_dir: Path, suites: tuple[str, ...], rollout: RolloutSpec) -> EvalConfig:
     e = config.eval
     return EvalConfig(
-        policy="live", suites=eval_suites(config), out=str(out_dir), samples=e.samples, seeds=(0,),
+        policy="live", suites=suites, out=str(out_dir), samples=e.samples, seeds=(0,),
         n_tasks=e.n_tasks, task_seed=e.task_seed, difficulty=config.domains.mix[0].difficulty,
-        rollout=replace(config.rollout, temperature=e.temperature),
+        rollout=replace(rollout, temperature=e.temperature),
     )
 
 
@@ -70,14 +90,15 @@ def maybe_periodic_eval(config: TrainConfig, policy: Any, step: int, run_dir: Pa
     run_dir = Path(run_dir)
     out = run_dir / "eval" / f"step-{step:06d}"
     shutil.rmtree(out, ignore_errors=True)  # a resumed run re-evaluates the new weights of this step
-    cfg = eval_config(config, out)
+    info = PolicyInfo(spec=f"step-{step}", kind="live", model=config.model.name)
+    rows = []
     rng = rng_state()
     try:
-        rows = evaluate_policy(policy, PolicyInfo(spec=f"step-{step}", kind="live", model=config.model.name), cfg,
-                               out, tasks=load_tasks(cfg), stop_on_broken_sandbox=False)
+        for cfg in eval_configs(config, out):
+            rows += evaluate_policy(policy, info, cfg, Path(cfg.out), tasks=load_tasks(cfg), stop_on_broken_sandbox=False)
     finally:
         set_rng_state(rng)
-    s = summarize(rows, cfg.samples)
+    s = summarize(rows, config.eval.samples)
     trained, unseen = split_transfer(rows, ())
     row: dict[str, Any] = {
         "step": step,
@@ -85,8 +106,8 @@ def maybe_periodic_eval(config: TrainConfig, policy: Any, step: int, run_dir: Pa
         "reward": s.get("reward"),
         "tasks": s.get("tasks", 0),
         "episodes": s.get("episodes", 0),
-        "trained": summarize(trained, cfg.samples).get("completion"),
-        "unseen": summarize(unseen, cfg.samples).get("completion"),
+        "trained": summarize(trained, config.eval.samples).get("completion"),
+        "unseen": summarize(unseen, config.eval.samples).get("completion"),
     }
     path = run_dir / CURVE
     kept = [r for r in load_curve(run_dir) if r["step"] < step]
@@ -115,5 +136,5 @@ def train_with_eval(config: TrainConfig, *, resume: bool = False) -> Any:
     return run(config, resume=resume, on_eval=training_hooks)
 
 
-__all__ = ["CURVE", "due", "eval_config", "eval_suites", "load_curve", "maybe_periodic_eval", "train_with_eval",
+__all__ = ["CURVE", "due", "eval_config", "eval_configs", "eval_suites", "load_curve", "maybe_periodic_eval", "train_with_eval",
            "training_hooks"]

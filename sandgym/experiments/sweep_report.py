@@ -100,10 +100,11 @@ def _run_data(run_dir: Path) -> dict[str, Any]:
         data["trained"] = (final.get("trained") or {}).get("value")
         data["unseen"] = (final.get("unseen") or {}).get("value")
         for key, step in (("per_task", final["step"]), ("per_task_start", 0)):
-            episodes = run_dir / "eval" / f"step-{step:06d}" / "episodes.jsonl"
-            if episodes.exists() and (key == "per_task" or final["step"] > 0):
+            here = run_dir / "eval" / f"step-{step:06d}"  # one folder per rollout with [domains.mix.rollout]
+            files = sorted(here.glob("episodes.jsonl")) or sorted(here.glob("*/episodes.jsonl"))
+            if files and (key == "per_task" or final["step"] > 0):
                 tasks: dict[str, list[float]] = defaultdict(list)
-                for r in read_rows(episodes):
+                for r in (r for f in files for r in read_rows(f)):
                     if not r.infra_failure:
                         tasks[r.task_id].append(float(r.success))
                         if r.unseen:

@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.trajectory import Trajectory
 from sandgym.train import components
 from sandgym.train.config import TrainConfig
@@ -49,19 +48,20 @@ class Backend(Protocol):
 
 class LocalBackend:
     """Rollouts in this process with the live policy; the update on the same model (nothing to publish). Envs
-    (and their sandboxes, reset in place) are kept from step to step (:class:`~sandgym.agents.env_pool.EnvPool`)."""
+    (and their sandboxes, reset in place) are kept from step to step, one pool per rollout
+    (:class:`~sandgym.train.components.DomainEnvs`)."""
 
     label = "train"
 
     def __init__(self, config: TrainConfig, policy: Any, optimizer: Any, mixer: DomainMixer) -> None:
         self.config, self.policy, self.mixer = config, policy, mixer
-        self.make_env = EnvPool(components.env_factory(config))
+        self.envs = components.DomainEnvs(config)
         self.update = make_learner(config, policy.model, optimizer, None, int(policy.tokenizer.pad_token_id))
 
     def collect(self, step: int) -> tuple[list[Trajectory], float]:
         t0 = time.perf_counter()
         tasks = self.mixer.sample(step, self.config.optim.tasks_per_step)
-        trajs = components.collect(self.policy, self.make_env, tasks, self.config,
+        trajs = components.collect(self.policy, self.envs, tasks, self.config,
                                    seed=step_seed(self.config, step), version=step)
         return trajs, time.perf_counter() - t0
 
@@ -75,7 +75,7 @@ class LocalBackend:
         """The optimiser is the driver's own."""
 
     def close(self) -> None:
-        self.make_env.close()
+        self.envs.close()
 
 
 def step_seed(config: TrainConfig, step: int) -> int:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.agents.trajectory import Trajectory
 from sandgym.errors import ConfigError
 from sandgym.rollout.progress import progress
+from sandgym.rollout.spec import RolloutSpec
 from sandgym.tasks.registry import load_suite
 from sandgym.tasks.task import Task
-from sandgym.train.config import DomainConfig, TrainConfig
+from sandgym.train.config import TrainConfig, domain_name, domain_rollout
 
 log = logging.getLogger(__name__)
 
@@ -33,20 +36,33 @@ def build_policy(config: TrainConfig, *, adapter: str | None, trainable: bool = 
     return policy
 
 
-def domain_name(d: DomainConfig) -> str:
-    return d.name or d.suite.split(":")[0].split("/")[0]
+DOMAIN_KEY = "train_domain"
+"""``Task.metadata`` key naming the training domain a task was loaded for (:func:`domain_tasks`): its rollout
+(:class:`DomainEnvs`) and the name its trajectories are normalised and logged under."""
 
 
 def domain_tasks(config: TrainConfig) -> dict[str, list[Task]]:
-    """Load each configured domain's tasks (generated suites are cut to ``n_tasks``)."""
+    """Load each configured domain's tasks (generated suites are cut to ``n_tasks``), each tagged with its domain's
+    name in ``metadata["train_domain"]`` (it travels with the task to Ray workers)."""
 
     out: dict[str, list[Task]] = {}
     for i, d in enumerate(config.domains.mix):
         tasks = load_suite(d.suite, n=d.n_tasks, seed=config.seed, difficulty=d.difficulty)
         if not tasks:
             raise ConfigError(f"domains.mix[{i}].suite={d.suite!r} has no tasks; check `sandgym tasks list`")
-        out.setdefault(domain_name(d), []).extend(tasks)
+        name = domain_name(d)
+        out.setdefault(name, []).extend(replace(t, metadata={**t.metadata, DOMAIN_KEY: name}) for t in tasks)
     return out
+
+
+def domain_rollouts(config: TrainConfig) -> dict[str, RolloutSpec]:
+    """Each domain's rollout: ``[rollout]``, with the keys of the domain's ``[domains.mix.rollout]`` replaced."""
+    return {domain_name(d): domain_rollout(config, d) for d in config.domains.mix}
+
+
+def task_domain(task: Task) -> str:
+    """The training domain ``task`` was loaded for ("" for a task from elsewhere: it gets ``[rollout]``)."""
+    return str(task.metadata.get(DOMAIN_KEY, ""))
 
 
 def env_factory(config: TrainConfig) -> Callable[[], Any]:
@@ -55,13 +71,46 @@ def env_factory(config: TrainConfig) -> Callable[[], Any]:
 
 
 def rollout_config(config: TrainConfig, *, seed: int, version: int) -> RolloutConfig:
-    """The ``RolloutConfig`` of training rollouts (``[rollout]`` plus the step's seed and policy version)."""
+    """The ``RolloutConfig`` of ``[rollout]`` (a domain with its own table: :class:`DomainEnvs`) plus the step's seed
+    and policy version."""
     return config.rollout.rollout_config(seed, policy_version=version)
+
+
+class DomainEnvs:
+    """The environments of a run's rollouts: one :class:`~sandgym.agents.env_pool.EnvPool` for every domain on
+    ``[rollout]`` and one for each domain with its own ``[domains.mix.rollout]`` (its budgets, tools, env kwargs).
+    Envs and their sandboxes are kept from step to step."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        own = {domain_name(d) for d in config.domains.mix if d.rollout}
+        self.specs = {name: spec for name, spec in domain_rollouts(config).items() if name in own}
+        self.specs[""] = config.rollout
+        self.pools = {key: EnvPool(spec.env_factory()) for key, spec in self.specs.items()}
+
+    def key(self, task: Task) -> str:
+        """Which rollout ``task`` gets: its domain's own, else ``[rollout]`` ("")."""
+        name = task_domain(task)
+        return name if name in self.specs else ""
+
+    def runs(self, tasks: Sequence[Task]) -> list[tuple[int, str, list[Task]]]:
+        """``tasks`` cut into maximal consecutive runs with one rollout: (index of the first, key, tasks)."""
+        out: list[tuple[int, str, list[Task]]] = []
+        for i, task in enumerate(tasks):
+            key = self.key(task)
+            if out and out[-1][1] == key:
+                out[-1][2].append(task)
+            else:
+                out.append((i, key, [task]))
+        return out
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.close()
 
 
 def collect(
     policy: Any,
-    make_env: Callable[[], Any],
+    envs: DomainEnvs,
     tasks: Sequence[Task],
     config: TrainConfig,
     *,
@@ -69,12 +118,27 @@ def collect(
     version: int,
     first_group_id: int = 0,
 ) -> list[Trajectory]:
-    """Roll out ``group_size`` samples of every task; trajectories carry their group id."""
+    """Roll out ``group_size`` samples of every task, each in its domain's rollout; trajectories carry their group
+    id (``first_group_id`` + the task's index, so the sampling seeds do not depend on how the tasks are cut) and
+    their training domain's name."""
     from sandgym.agents.rollout import rollout
 
-    rc = rollout_config(config, seed=seed, version=version)
-    return rollout(policy, make_env, list(tasks), group_size=config.algorithm.group_size, config=rc,
-                   first_group_id=first_group_id)
+    out: list[Trajectory] = []
+    for start, key, run in envs.runs(tasks):
+        rc = envs.specs[key].rollout_config(seed, policy_version=version)
+        out += rollout(policy, envs.pools[key], run, group_size=config.algorithm.group_size, config=rc,
+                       first_group_id=first_group_id + start)
+    return named_by_domain(out, tasks, first_group_id)
+
+
+def named_by_domain(trajs: Sequence[Trajectory], tasks: Sequence[Task], first_group_id: int = 0) -> list[Trajectory]:
+    """Each trajectory (of ``tasks[group_id - first_group_id]``) under its training domain's name
+    (``domains.mix.name``, what normalisation and logging use); a task from elsewhere keeps its own domain."""
+    out = []
+    for t in trajs:
+        name = task_domain(tasks[t.group_id - first_group_id])
+        out.append(t if not name or t.domain == name else replace(t, domain=name))
+    return out
 
 
 def set_lr(optimizer: Any, config: TrainConfig, step: int) -> None:
@@ -85,5 +149,5 @@ def set_lr(optimizer: Any, config: TrainConfig, step: int) -> None:
         group["lr"] = config.optim.lr * scale
 
 
-__all__ = ["build_policy", "collect", "domain_name", "domain_tasks", "env_factory", "progress",
-           "rollout_config", "set_lr"]
+__all__ = ["DOMAIN_KEY", "DomainEnvs", "build_policy", "collect", "domain_name", "domain_rollouts", "domain_tasks",
+           "env_factory", "named_by_domain", "progress", "rollout_config", "set_lr", "task_domain"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sandgym.configs import load_dataclass
+from sandgym.configs import from_dict, load_dataclass, to_dict
 from sandgym.errors import ConfigError
 from sandgym.rollout.spec import RolloutSpec
 from sandgym.train.trackers import TRACKERS
@@ -82,6 +82,13 @@ class DomainConfig:
     difficulty: int | None = None
     n_tasks: int = 64
     """How many tasks to generate from the suite (generated suites are infinite)."""
+    rollout: dict[str, Any] = field(default_factory=dict)
+    """This domain's own rollout keys (``[domains.mix.rollout]``), each replacing ``[rollout]``'s value for its
+    tasks: budgets (max_new_tokens, max_turns, max_total_tokens, truncated_turn), the code action, tools, env and
+    env_kwargs (replaced whole, not merged). E.g. JSON coding episodes with 160 tokens a turn and
+    ``require_submit`` beside long-context ones with 96 tokens, six turns and a per-turn evidence term. Sampling
+    (temperature, top_p) stays one for the run: the learner scores every sequence at it. Every entry of one
+    domain name must give the same table (the domain's tasks share one rollout)."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +264,7 @@ def validate(c: TrainConfig) -> None:
             raise bad(f"domains.mix[{i}].weight", d.weight, "weights must be >= 0")
     if sum(d.weight for d in c.domains.mix) <= 0:
         raise bad("domains.mix.weight", [d.weight for d in c.domains.mix], "at least one weight must be > 0")
+    _validate_domain_rollouts(c, bad)
     if c.checkpoint.every < 1 or c.checkpoint.keep_last < 1:
         raise bad("checkpoint", (c.checkpoint.every, c.checkpoint.keep_last), "every and keep_last must be >= 1")
     _validate_distributed(c.distributed, bad)
@@ -267,6 +275,46 @@ def validate(c: TrainConfig) -> None:
     if c.eval.every < 0 or c.eval.n_tasks < 1 or c.eval.samples < 1 or c.eval.temperature <= 0:
         raise bad("eval", (c.eval.every, c.eval.n_tasks, c.eval.samples, c.eval.temperature),
                   "every >= 0 (0: off), n_tasks >= 1, samples >= 1 and temperature > 0")
+
+
+DOMAIN_ROLLOUT_KEYS = ("max_new_tokens", "max_turns", "max_total_tokens", "truncated_turn", "code_action", "tools",
+                       "env", "env_kwargs", "sandbox")
+"""The ``[rollout]`` keys a domain may set for its own tasks (``[domains.mix.rollout]``)."""
+
+
+def domain_name(d: DomainConfig) -> str:
+    """The domain's name for normalisation, logging and its rollout: ``name``, else the suite's domain."""
+    return d.name or d.suite.split(":")[0].split("/")[0]
+
+
+def domain_rollout(c: TrainConfig, d: DomainConfig) -> RolloutSpec:
+    """Domain ``d``'s rollout: ``[rollout]`` with ``d.rollout``'s keys replaced (validated there)."""
+    if not d.rollout:
+        return c.rollout
+    return from_dict(RolloutSpec, {**to_dict(c.rollout), **d.rollout}, "rollout")
+
+
+def _validate_domain_rollouts(c: TrainConfig, bad: Any) -> None:
+    seen: dict[str, tuple[int, dict[str, Any]]] = {}
+    for i, d in enumerate(c.domains.mix):
+        key = f"domains.mix[{i}].rollout"
+        unknown = sorted(set(d.rollout) - set(DOMAIN_ROLLOUT_KEYS))
+        if unknown:
+            why = ("sampling is one for the run (the learner scores every sequence at rollout.temperature); set it "
+                   "in [rollout]" if set(unknown) & {"temperature", "top_p"} else f"a domain may set {DOMAIN_ROLLOUT_KEYS}")
+            raise bad(key, d.rollout, f"unknown or run-wide keys {unknown}: {why}")
+        try:
+            domain_rollout(c, d)
+        except ConfigError as e:
+            raise ConfigError(f"{key}: {e} (the domain's keys replace [rollout]'s)") from None
+        name = domain_name(d)
+        first = seen.setdefault(name, (i, d.rollout))
+        if first[1] != d.rollout:
+            raise bad(key, d.rollout, f"domain {name!r} already has rollout {first[1]!r} (domains.mix[{first[0]}]); "
+                      "one domain's tasks share one rollout: give every entry of it the same table, or another name")
+    if any(d.rollout for d in c.domains.mix) and c.eval.every > 0 and c.eval.suites:
+        raise bad("eval.suites", c.eval.suites, "with [domains.mix.rollout] tables the periodic evaluation scores "
+                  "each domain's held-out split with the domain's rollout; leave eval.suites empty")
 
 
 def _validate_distributed(d: DistributedConfig, bad: Any) -> None:

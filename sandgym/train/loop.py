@@ -89,8 +89,11 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
         total_steps=config.optim.steps,
         seed=config.seed,
     )
-    check_context(policy, components.env_factory(config), [t for ts in mixer.tasks.values() for t in ts],
-                  components.rollout_config(config, seed=config.seed, version=0))
+    own = {components.domain_name(d): i for i, d in enumerate(config.domains.mix) if d.rollout}
+    for name, spec in components.domain_rollouts(config).items():  # each domain's prompts against its own budget
+        where = f"domains.mix[{own[name]}].rollout" if name in own else "rollout"
+        check_context(policy, spec.env_factory(), mixer.tasks.get(name, []), spec.rollout_config(config.seed),
+                      where=where)
     start = 0
     if ckpt is not None and state is not None:
         optimizer.load_state_dict(state.optimizer)

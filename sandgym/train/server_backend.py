@@ -25,7 +25,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.inference_client import InferenceClient, InferenceServerError
 from sandgym.agents.server_policy import ServerPolicy
 from sandgym.agents.trajectory import Trajectory
@@ -55,7 +54,7 @@ class ServerBackend:
             raise ConfigError(f"model.inference={config.model.inference!r} lists no base model in /v1/models")
         self.adapter_dir = Path(config.model.inference_adapter_dir or run_dir / "served_adapters").resolve()
         self.prefix = f"{run_dir.name or 'sandgym'}-{secrets.token_hex(3)}"
-        self.make_env = EnvPool(components.env_factory(config))
+        self.envs = components.DomainEnvs(config)
         self.update = make_learner(config, policy.model, optimizer, None, int(policy.tokenizer.pad_token_id))
         d = config.distributed
         self.ahead = d.async_mode and d.max_staleness >= 1
@@ -97,7 +96,7 @@ class ServerBackend:
     def _roll(self, step: int, tasks: list[Task], version: int) -> tuple[list[Trajectory], float]:
         t0 = time.perf_counter()
         policy = ServerPolicy(self.client, self.policy.tokenizer, model=self.name(version))
-        trajs = components.collect(policy, self.make_env, tasks, self.config, seed=step_seed(self.config, step),
+        trajs = components.collect(policy, self.envs, tasks, self.config, seed=step_seed(self.config, step),
                                    version=version)
         return trajs, time.perf_counter() - t0
 
@@ -155,4 +154,4 @@ class ServerBackend:
         with contextlib.suppress(InferenceServerError):  # the server went away first: nothing left to unload
             for v in self.loaded:
                 self._drop(v)
-        self.make_env.close()
+        self.envs.close()

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,9 @@ def initial_adapter(config: TrainConfig, run_dir: Path) -> str | None:
 def run_sft(config: TrainConfig, out_dir: Path | str, *, policy: Any = None) -> SFTResult:
     """Train the adapter on demonstrations; saves it to ``out_dir/adapter`` and returns the result."""
     kind = source_kind(config.sft.source)  # a bad source fails before the model loads
+    if kind == "episodes" and any(d.rollout for d in config.domains.mix):
+        raise ConfigError(f"sft.source={config.sft.source!r}: relabelling the policy's episodes replays them in "
+                          "[rollout]; with [domains.mix.rollout] tables warm-start from the oracle or transcripts")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)  # the new adapter's LoRA init (as the RL loop seeds its own): a function of seed
@@ -106,13 +111,21 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     tasks = [t for ts in components.domain_tasks(config).values() for t in ts]
     rng = random.Random(config.seed)
     rng.shuffle(tasks)
-    style = config.sft.style(config.rollout.code_action)
-    # test-and-fix: a planted bug fails the visible tests only sometimes, so draw from 3x the tasks and balance
-    tasks = tasks[: config.sft.episodes * (3 if style == "fix" else 1)]
-    policy = ScriptedPolicy(lambda: OracleAgent(style=style, compute=config.sft.compute), tokenizer=tokenizer)
-    rc = RolloutConfig(max_new_tokens=4096, max_turns=config.rollout.max_turns + 4, max_total_tokens=16384, seed=config.seed)
-    trajs = rollout(policy, components.env_factory(config), tasks, group_size=1, config=rc)
-    return balanced_fix_demos(trajs, config.sft.episodes) if style == "fix" else trajs
+    envs = components.DomainEnvs(config)
+    share = Counter(envs.key(t) for t in tasks[: config.sft.episodes])
+    out: list[Trajectory] = []
+    for key, n in share.items():  # each domain with its own [domains.mix.rollout] in it; the rest in [rollout]
+        spec = envs.specs[key]
+        style = config.sft.style(spec.code_action)
+        mine = [t for t in tasks if envs.key(t) == key]
+        # test-and-fix: a planted bug fails the visible tests only sometimes, so draw from 3x the tasks and balance
+        mine = mine[: n * (3 if style == "fix" else 1)]
+        policy = ScriptedPolicy(partial(OracleAgent, style=style, compute=config.sft.compute), tokenizer=tokenizer)
+        rc = RolloutConfig(max_new_tokens=4096, max_turns=spec.max_turns + 4, max_total_tokens=16384, seed=config.seed)
+        trajs = components.named_by_domain(rollout(policy, spec.env_factory(), mine, group_size=1, config=rc), mine)
+        out += balanced_fix_demos(trajs, n) if style == "fix" else trajs
+    envs.close()
+    return out
 
 
 def balanced_fix_demos(trajs: Sequence[Trajectory], n: int) -> list[Trajectory]:

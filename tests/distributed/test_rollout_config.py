@@ -33,7 +33,8 @@ def captured(monkeypatch) -> list[Any]:
 def test_training_rollouts_use_the_rollout_section(captured, code_action):
     cfg = load_config(None, [f"rollout.code_action={json.dumps(code_action)}", "rollout.temperature=0.7",
                              "rollout.max_new_tokens=77"])
-    components.collect(None, lambda: None, [], cfg, seed=11, version=3)
+    task = components.domain_tasks(cfg)["coding"][0]
+    components.collect(None, components.DomainEnvs(cfg), [task], cfg, seed=11, version=3)
     (rc,) = captured
     assert rc == components.rollout_config(cfg, seed=11, version=3)
     assert (rc.seed, rc.policy_version, rc.temperature, rc.max_new_tokens) == (11, 3, 0.7, 77)

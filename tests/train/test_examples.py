@@ -101,3 +101,20 @@ def test_json_tools_example_credits_only_submitted_work():
         assert run_episode(env, oracle, task).reward > 0.9  # the same plan, submitted
     finally:
         env.close()
+
+
+def test_joint_json_tracking_example_runs_each_recipe_in_its_own_rollout():
+    """examples/joint_json_tracking.toml is the two single-domain recipes as one run: each domain's rollout is its
+    recipe's (budgets, tools, env kwargs), and the warm start draws ~64 demonstrations of each."""
+    from dataclasses import replace
+
+    from sandgym.train.components import domain_rollouts, domain_tasks
+
+    here = EXAMPLES[0].parent
+    cfg = load_config(here / "joint_json_tracking.toml")
+    specs = domain_rollouts(cfg)
+    for name, recipe in (("coding", "json_tools.toml"), ("long_context", "long_context_program.toml")):
+        own = load_config(here / recipe).rollout
+        assert specs[name] == replace(own, temperature=cfg.rollout.temperature), name
+    assert {k: len(v) for k, v in domain_tasks(cfg).items()} == {"coding": 96, "long_context": 96}
+    assert cfg.sft.episodes == 128 and cfg.sft.compute == "program" and cfg.algorithm.gradient_conflict == "measure"

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.trajectory import Trajectory
 from sandgym.rollout.pool import import_ray
 from sandgym.tasks.task import Task
@@ -108,7 +107,7 @@ class RolloutWorker:
         self.name = name
         self.policy = components.build_policy(config, adapter=adapter, trainable=False)
         self.policy.model.eval()
-        self.make_env = EnvPool(components.env_factory(config))  # envs and sandboxes kept between units
+        self.envs = components.DomainEnvs(config)  # envs and sandboxes kept between units
         self.version = -1
 
     def set_weights(self, version: int, weights: AdapterWeights) -> int:
@@ -121,7 +120,7 @@ class RolloutWorker:
     def rollout(self, unit: RolloutUnit) -> UnitResult:
         """Roll out the unit's groups with the current weights; trajectories carry ``policy_version``."""
         t0 = time.perf_counter()
-        trajs = components.collect(self.policy, self.make_env, unit.tasks, self.config, seed=unit.seed,
+        trajs = components.collect(self.policy, self.envs, unit.tasks, self.config, seed=unit.seed,
                                    version=self.version, first_group_id=unit.first_group_id)
         tagged = tuple(
             dataclasses.replace(t, metadata={**t.metadata, "step": unit.step, "worker": self.name}) for t in trajs
