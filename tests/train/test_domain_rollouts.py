@@ -188,3 +188,22 @@ def test_the_periodic_evaluation_scores_each_domain_in_its_rollout(tmp_path):
     assert a.rollout.temperature == b.rollout.temperature == cfg.eval.temperature
     (one,) = eval_configs(_config(tmp_path, "", "[eval]\nevery = 1"), tmp_path / "step")  # no tables: as before
     assert one.out == str(tmp_path / "step") and one.suites == ("coding/strings:heldout", "coding/lists:heldout")
+
+
+def test_periodic_evaluation_during_a_run_scores_each_domain_in_its_rollout(tmp_path, tiny_model_dir):
+    from sandgym.evaluate.episodes import read_rows
+    from sandgym.experiments.periodic_eval import load_curve, train_with_eval
+    from sandgym.experiments.sweep_report import _run_data
+
+    toy = f'env = "{TOY}"\nenv_kwargs = {{ first_only = true }}'
+    b = f'[domains.mix.rollout]\nmax_new_tokens = 3\nenv = "{TOY}"\nenv_kwargs = {{ first_only = true }}'
+    _config(tmp_path, b, model=str(tiny_model_dir), rollout=toy)
+    cfg = load_config(str(tmp_path / "train.toml"), ["eval.every=2", "eval.n_tasks=2", "eval.samples=2"])
+    train_with_eval(cfg)
+    curve = load_curve(tmp_path / "run")
+    assert [r["step"] for r in curve] == [0, 2] and all(r["tasks"] == 4 and r["episodes"] == 8 for r in curve)
+    here = tmp_path / "run" / "eval" / "step-000002"
+    a_rows, b_rows = read_rows(here / "rollout" / "episodes.jsonl"), read_rows(here / "b" / "episodes.jsonl")
+    assert {r.family for r in a_rows} == {"strings"} and {r.family for r in b_rows} == {"lists"}
+    assert max(r.gen_tokens for r in b_rows) <= 3 < max(r.gen_tokens for r in a_rows)  # b's own budget
+    assert len(_run_data(tmp_path / "run")["per_task"]) == 4  # the sweep report reads both folders
