@@ -9,6 +9,8 @@
 - Long-context tracking: session 20's 60 held-out tracking tasks (15 per length at 1K-8K, documents in files,
   1 sample, temperature 0.7), in the tracking recipe's rollout (grep, read_file, python, submit; 96 tokens a turn,
   six turns), as `docs/results/long_context_s21/program_tool.py` scored its single-domain adapters.
+- Long-context recall (``--domains recall``): session 21's 64 held-out needle and multihop tasks (8 per family per
+  length), the same rollout, as `docs/results/long_context_s21/other_families.py --per-length 8`.
 
 Policies: the joint warm start (RUN_DIR/sft/adapter) and the joint RL adapter after ``--step`` steps
 (RUN_DIR/checkpoints/step-NNNNNN). Each policy's episodes go to OUT_RUNS/<domain>/<policy>/ (skipped when present);
@@ -26,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sandgym.envs.parsing import parse_turn
 from sandgym.evaluate.aggregate import aggregate, paired_gain
 from sandgym.evaluate.behaviour import behaviour
 from sandgym.evaluate.episodes import EpisodeRow, read_rows
@@ -46,12 +49,23 @@ def domain_configs(json_per_suite: int, per_length: int, runs: Path) -> dict[str
                      ['rollout.tools=["grep", "read_file", "python", "submit"]', 'sft.compute="program"'])
     suites = tuple(f"long_context/tracking:heldout?tokens={n}&placement=file" for n in LENGTHS)
     lc_cfg = replace(eval_config(lc, runs / "tracking", n_tasks=per_length, samples=1, seeds=1), suites=suites)
-    return {"json": json_cfg, "tracking": lc_cfg}
+    recall = tuple(f"long_context/{f}:heldout?tokens={n}&placement=file" for f in ("needle", "multihop") for n in LENGTHS)
+    recall_cfg = replace(eval_config(lc, runs / "recall", n_tasks=8, samples=1, seeds=1), suites=recall)
+    return {"json": json_cfg, "tracking": lc_cfg, "recall": recall_cfg}
+
+
+def plans(rows: list[EpisodeRow]) -> dict[str, int]:
+    """How often each sequence of tool calls (read with the env's own parser) occurs."""
+    out: Counter[str] = Counter()
+    for r in rows:
+        turns = (r.trajectory or {}).get("turns", [])
+        out[" > ".join(c.name for t in turns for c in parse_turn(t["text"]).calls)] += 1
+    return dict(out.most_common())
 
 
 def summary_of(rows: list[EpisodeRow]) -> dict[str, Any]:
     m = aggregate(rows, samples=1)
-    return {"completion": m["overall"]["completion"],
+    return {"completion": m["overall"]["completion"], "plans": plans(rows),
             "by_family": {k: v["completion"]["value"] for k, v in m["by_family"].items()},
             "by_length": {k: v["completion"]["value"] for k, v in m.get("by_length", {}).items()},
             "behaviour": {k: v["value"] for k, v in behaviour(rows).items()},
