@@ -76,21 +76,26 @@ def rollout_config(config: TrainConfig, *, seed: int, version: int) -> RolloutCo
     return config.rollout.rollout_config(seed, policy_version=version)
 
 
-class DomainEnvs:
-    """The environments of a run's rollouts: one :class:`~sandgym.agents.env_pool.EnvPool` for every domain on
-    ``[rollout]`` and one for each domain with its own ``[domains.mix.rollout]`` (its budgets, tools, env kwargs).
-    Envs and their sandboxes are kept from step to step."""
+class DomainRollouts:
+    """Which rollout each task of a run gets: its domain's own (``[domains.mix.rollout]``: its budgets, tools, env
+    kwargs), else ``[rollout]`` (key "")."""
 
     def __init__(self, config: TrainConfig) -> None:
-        own = {domain_name(d) for d in config.domains.mix if d.rollout}
-        self.specs = {name: spec for name, spec in domain_rollouts(config).items() if name in own}
+        self.index = {domain_name(d): i for i, d in enumerate(config.domains.mix) if d.rollout}  # the first entry
+        self.specs = {name: spec for name, spec in domain_rollouts(config).items() if name in self.index}
         self.specs[""] = config.rollout
-        self.pools = {key: EnvPool(spec.env_factory()) for key, spec in self.specs.items()}
 
     def key(self, task: Task) -> str:
         """Which rollout ``task`` gets: its domain's own, else ``[rollout]`` ("")."""
-        name = task_domain(task)
-        return name if name in self.specs else ""
+        return self.key_of(task_domain(task))
+
+    def key_of(self, domain: str) -> str:
+        """The rollout of the training domain named ``domain``: its own, else ``[rollout]`` ("")."""
+        return domain if domain in self.specs else ""
+
+    def where(self, key: str) -> str:
+        """The config table of rollout ``key``, for error messages."""
+        return f"domains.mix[{self.index[key]}].rollout" if key else "rollout"
 
     def runs(self, tasks: Sequence[Task]) -> list[tuple[int, str, list[Task]]]:
         """``tasks`` cut into maximal consecutive runs with one rollout: (index of the first, key, tasks)."""
@@ -102,6 +107,15 @@ class DomainEnvs:
             else:
                 out.append((i, key, [task]))
         return out
+
+
+class DomainEnvs(DomainRollouts):
+    """The environments of a run's rollouts: one :class:`~sandgym.agents.env_pool.EnvPool` per rollout of
+    :class:`DomainRollouts`. Envs and their sandboxes are kept from step to step."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        super().__init__(config)
+        self.pools = {key: EnvPool(spec.env_factory()) for key, spec in self.specs.items()}
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -149,5 +163,5 @@ def set_lr(optimizer: Any, config: TrainConfig, step: int) -> None:
         group["lr"] = config.optim.lr * scale
 
 
-__all__ = ["DOMAIN_KEY", "DomainEnvs", "build_policy", "collect", "domain_name", "domain_rollouts", "domain_tasks",
+__all__ = ["DOMAIN_KEY", "DomainEnvs", "DomainRollouts", "build_policy", "collect", "domain_name", "domain_rollouts", "domain_tasks",
            "env_factory", "named_by_domain", "progress", "rollout_config", "set_lr", "task_domain"]

@@ -89,11 +89,11 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
         total_steps=config.optim.steps,
         seed=config.seed,
     )
-    own = {components.domain_name(d): i for i, d in enumerate(config.domains.mix) if d.rollout}
-    for name, spec in components.domain_rollouts(config).items():  # each domain's prompts against its own budget
-        where = f"domains.mix[{own[name]}].rollout" if name in own else "rollout"
-        check_context(policy, spec.env_factory(), mixer.tasks.get(name, []), spec.rollout_config(config.seed),
-                      where=where)
+    rollouts = components.DomainRollouts(config)
+    for name, tasks in mixer.tasks.items():  # each domain's prompts against its own rollout's budget
+        key = rollouts.key_of(name)
+        spec = rollouts.specs[key]
+        check_context(policy, spec.env_factory(), tasks, spec.rollout_config(config.seed), where=rollouts.where(key))
     start = 0
     if ckpt is not None and state is not None:
         optimizer.load_state_dict(state.optimizer)

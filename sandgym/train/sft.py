@@ -111,7 +111,7 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
     tasks = [t for ts in components.domain_tasks(config).values() for t in ts]
     rng = random.Random(config.seed)
     rng.shuffle(tasks)
-    envs = components.DomainEnvs(config)
+    envs = components.DomainRollouts(config)
     share = Counter(envs.key(t) for t in tasks[: config.sft.episodes])
     out: list[Trajectory] = []
     for key, n in share.items():  # each domain with its own [domains.mix.rollout] in it; the rest in [rollout]
@@ -124,7 +124,6 @@ def oracle_trajectories(config: TrainConfig, tokenizer: Any) -> list[Trajectory]
         rc = RolloutConfig(max_new_tokens=4096, max_turns=spec.max_turns + 4, max_total_tokens=16384, seed=config.seed)
         trajs = components.named_by_domain(rollout(policy, spec.env_factory(), mine, group_size=1, config=rc), mine)
         out += balanced_fix_demos(trajs, n) if style == "fix" else trajs
-    envs.close()
     return out
 
 

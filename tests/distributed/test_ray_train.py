@@ -122,3 +122,25 @@ def test_ray_run_resumes_from_its_checkpoint_with_every_episode_once(tiny_model_
     assert result.resumed_from == 2
     assert [r["step"] for r in load_metrics(tmp_path)] == [1, 2, 3]
     assert sorted(_accepted_ids(tmp_path)) == _all_ids(3, 4, 4)
+
+
+def test_ray_workers_roll_out_each_domain_in_its_own_rollout(tiny_model_dir, tmp_path, ray_cluster):
+    mix = ('[{suite = "coding/strings:train", name = "a", n_tasks = 4}, {suite = "coding/lists:train", name = "b", '
+           'n_tasks = 4, rollout = {max_new_tokens = 4, env_kwargs = {first_only = true}}}]')
+    both = {"domains.mix": mix, "logging.sample_trajectories": 16}  # every trajectory of a step
+    local = run(load_config(None, toy_overrides(tiny_model_dir, tmp_path / "local", **both)))
+    result = run(load_config(None, toy_overrides(tiny_model_dir, tmp_path / "ray", **RAY, **both)))
+    assert sorted(_accepted_ids(result.run_dir)) == _all_ids(3, 4, 4)
+
+    def first_step(run_dir: Path) -> dict[str, list[list[int]]]:
+        trajs = [json.loads(x) for x in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+        out: dict[str, list[list[int]]] = {}
+        for t in trajs:
+            if t["step"] == 1:
+                out.setdefault(t["domain"], []).append(t["turns"][0]["completion_token_ids"])
+        return out
+
+    ray_turns, local_turns = first_step(result.run_dir), first_step(local.run_dir)
+    assert set(ray_turns) == {"a", "b"}
+    assert max(len(c) for c in ray_turns["b"]) <= 4 < max(len(c) for c in ray_turns["a"])  # b's own budget
+    assert sorted(ray_turns["b"]) == sorted(local_turns["b"]) and sorted(ray_turns["a"]) == sorted(local_turns["a"])

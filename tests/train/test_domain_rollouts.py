@@ -207,3 +207,17 @@ def test_periodic_evaluation_during_a_run_scores_each_domain_in_its_rollout(tmp_
     assert {r.family for r in a_rows} == {"strings"} and {r.family for r in b_rows} == {"lists"}
     assert max(r.gen_tokens for r in b_rows) <= 3 < max(r.gen_tokens for r in a_rows)  # b's own budget
     assert len(_run_data(tmp_path / "run")["per_task"]) == 4  # the sweep report reads both folders
+
+
+def test_the_context_check_holds_each_domain_to_its_own_budget(tmp_path, tiny_model_dir):
+    from sandgym.train.loop import run
+
+    cfg = _config(tmp_path, "[domains.mix.rollout]\nmax_total_tokens = 1024", model=str(tiny_model_dir),
+                  rollout='code_action = "submit"\nmax_total_tokens = 4096')  # a's prompts fit; b's do not fit 1024
+    with pytest.raises(ConfigError) as err:
+        run(cfg)
+    msg = str(err.value)
+    assert "raise domains.mix[1].rollout.max_total_tokens to" in msg, msg
+    b_ids = {t.id for t in components.domain_tasks(cfg)["b"]}
+    a_ids = {t.id for t in components.domain_tasks(cfg)["a"]}
+    assert any(i in msg for i in b_ids) and not any(i in msg for i in a_ids), msg
