@@ -137,7 +137,7 @@ def freed_memory_returned(on: bool = True) -> Iterator[bool]:
     """Inside: :func:`return_freed_memory`. After: :func:`keep_freed_memory`, so the sampler that runs next reuses
     its blocks. The 1 MiB thresholds are for the learner only: left on while sampling, every KV-cache-sized block
     is an ``mmap`` and a page-faulting first touch, and 8K-token decoding ran 1.76x slower (305.7 against 174.1 ms
-    a token, docs/results/long_context_cost_s10/mallopt_probe.py). Yields whether the thresholds were set."""
+    a token, docs/results/long_context_cost-2026-12-04/mallopt_probe.py). Yields whether the thresholds were set."""
     if not on:
         yield False
         return
