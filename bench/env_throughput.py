@@ -4,7 +4,7 @@ long-context document grows from 1K to 64K tokens (no model involved).
     python bench/env_throughput.py                 # full run (~1-2 minutes on 2 cores)
     python bench/env_throughput.py --quick         # smoke run (tests use this)
 
-Prints Markdown tables (pasted into docs/BENCHMARKS.md, "## Environments") and, with --json, writes the numbers.
+Prints Markdown tables (docs/BENCHMARKS.md, "Env throughput") and, with --json, writes the numbers.
 """
 
 from __future__ import annotations

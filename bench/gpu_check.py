@@ -1,10 +1,10 @@
-"""A GPU check that fits a short loan: a few GRPO steps of a real-size, randomly initialised model (issue 20, item 5).
+"""A GPU check that fits a short loan: a few GRPO steps of a real-size, randomly initialised model.
 
 On a lent GPU machine (an H200), from the repository root, run exactly:
 
     python bench/gpu_check.py --out gpu.json        # expected to finish well within 8 minutes
 
-(Not yet run on a GPU: no machine was lent in the session that wrote it. The weights are initialised on the GPU,
+(No GPU figures are recorded yet: docs/BENCHMARKS.md, "GPU check". The weights are initialised on the GPU,
 so set-up takes seconds; ``--budget-s 420`` stops starting steps after 7 minutes whatever the speed.)
 
 It builds a Qwen2-1.5B-shaped model from a config written out below (hidden 1536, 28 layers, 12 heads, 2 KV heads,

@@ -4,7 +4,7 @@ default) against the solution imported into the grader (``in-process``, the old 
     python bench/grading_cost.py              # 20 repeats of each, on one coding task per family
     python bench/grading_cost.py --reps 5     # quicker
 
-Prints a Markdown table (pasted into docs/BENCHMARKS.md, "## Grading") with median ms per run_tests call.
+Prints a Markdown table (docs/BENCHMARKS.md, "Grading cost") with median ms per run_tests call.
 """
 
 from __future__ import annotations

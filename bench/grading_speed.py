@@ -12,7 +12,7 @@ Per repeat, in alternating order so both see the same load:
   agent through ``sandgym run`` (``sandgym/Coding-v0``, 2 workers): local bubblewrap sandbox, the solution in a
   process of its own, hidden tests out of the agent's reach; ``reuse_sandbox`` as given (both by default).
 
-Also reports oracle episodes/s on ``coding:train`` with 2 workers (the issue's second goal), and with
+Also reports oracle episodes/s on ``coding:train`` with 2 workers (target: 10/s), and with
 ``--compare-old`` the same sandgym runs the way they ran before (a fresh sandbox per episode, every hidden test file
 under pytest), alternating with the others. Prints the load at start and end, every repeat and the medians.
 """

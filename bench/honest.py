@@ -1,4 +1,4 @@
-"""What every bench prints besides its figures (issue 21, goal 6): the machine's load, and the spread of repeats."""
+"""What every bench prints besides its figures: the machine's load, and the spread of repeats."""
 
 from __future__ import annotations
 

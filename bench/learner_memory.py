@@ -1,5 +1,5 @@
 """Peak memory and time of one learner micro-batch on long documents, with and without activation checkpointing
-(issue 21, goal 4: a learner micro-batch at 8K tokens within 4 GB).
+(target: a learner micro-batch at 8K tokens within 4 GB).
 
     python bench/learner_memory.py                                   # 1K 2K 4K 8K, 4 rows, both modes
     python bench/learner_memory.py --lengths 1024 2048 --rows 1      # smoke run

@@ -1,5 +1,5 @@
 """What long contexts cost on the embedded model: prefill, decoding, the learner and peak memory, 1K to 8K tokens,
-sandgym against plain ``transformers`` on the same inputs (issue 21, goal 4).
+sandgym against plain ``transformers`` on the same inputs.
 
     python bench/long_context_cost.py                       # 1024 2048 4096 7936 tokens, 2 repeats
     python bench/long_context_cost.py --lengths 1024 2048 --repeats 1 --decode 8   # smoke run

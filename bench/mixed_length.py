@@ -1,5 +1,5 @@
 """A training step that mixes long-context and short episodes: naive batching against length-aware batching
-(issue 21, goal 5), for the rollout's sampling and for the learner.
+for the rollout's sampling and for the learner.
 
     python bench/mixed_length.py                         # a 4K-token document group + 3 short groups, 2 repeats
     python bench/mixed_length.py --long 8192 --repeats 1

@@ -1,6 +1,6 @@
 """``sandgym tasks from-repo`` on popular pure-Python packages from PyPI, then ``sandgym run`` oracle and noop.
 
-    python bench/real_repos.py                       # every package below, into /tmp/sandgym-real-repos
+    python bench/real_repos.py                       # every package below, into TMPDIR/sandgym-real-repos
     python bench/real_repos.py --only six,toolz      # some of them
     python bench/real_repos.py --work DIR --max-tasks 25
 
@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -162,7 +163,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", default="/tmp/sandgym-real-repos", help="downloads, suites, results (outside the repo)")
+    ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "sandgym-real-repos"),
+                    help="downloads, suites, results (outside the repo)")
     ap.add_argument("--only", default="", help="comma list of package names (default: all)")
     ap.add_argument("--max-tasks", type=int, default=24, help="--max-tasks of each from-repo run")
     ap.add_argument("--seed", type=int, default=0)

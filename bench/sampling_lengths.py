@@ -1,5 +1,5 @@
 """Does sandgym's sampler draw longer completions than ``model.generate`` under the same sampling settings?
-(issue 21: bench/vs_trl.py saw sandgym sample 8-35% more tokens per step than TRL.)
+(bench/vs_trl.py once saw sandgym sample 8-35% more tokens per step than TRL.)
 
     python bench/sampling_lengths.py                      # 16 prompts x 16 samples, 32 new tokens, 2 repeats
 

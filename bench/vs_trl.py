@@ -39,7 +39,7 @@ import gymnasium
 from honest import load_line, spread  # bench/honest.py (the script's folder is on sys.path)
 
 TIME_GOAL, MEMORY_GOAL = 0.5, 0.8
-"""Issue 21's goals: sandgym's step at most half TRL's time and at most 0.8x its peak memory."""
+"""The targets: sandgym's step at most half TRL's time and at most 0.8x its peak memory."""
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -61,7 +61,7 @@ class BenchConfig:
     """sandgym learner micro-batch (0: the whole step's G x prompts sequences in one pass, like TRL)."""
     merge_for_generation: bool = True
     generation_weights: str = "float"
-    """sandgym's generation copy: "float" or "int8" (dynamic int8 with the adapter live; issue 21's lever)."""
+    """sandgym's generation copy: "float" or "int8" (dynamic int8 with the adapter live)."""
 
     @property
     def total_steps(self) -> int:
@@ -264,7 +264,7 @@ def template_system_prompt(model: str) -> str:
     """The system message the model's chat template adds to a conversation that has none ("" if it adds none).
 
     TRL renders the bare user question with the template, so its prompts carry this one; sandgym's chat format puts
-    its own tool-use default there unless the env names one (session 7's loop sampled 1.52x TRL's tokens with it)."""
+    its own tool-use default there unless the env names one (with it, the loop once sampled 1.52x TRL's tokens)."""
     from transformers import AutoTokenizer
 
     from sandgym.agents.models import resolve_model
