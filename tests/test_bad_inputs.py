@@ -1,4 +1,4 @@
-"""The bad-input battery of issue 17: every bad CLI input is a one-line error naming the bad file, field or
+"""The bad-input battery: every bad CLI input is a one-line error naming the bad file, field or
 value and the fix, exit code 2 (``sandgym: error: ...``), never a traceback; config and argument errors come
 before torch or transformers are imported. Task-data cases live in test_bad_inputs_tasks.py."""
 

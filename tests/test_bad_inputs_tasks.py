@@ -1,4 +1,4 @@
-"""Bad task data: every case is a problem naming file, line, field and fix, never a traceback (issue 17)."""
+"""Bad task data: every case is a problem naming file, line, field and fix, never a traceback."""
 
 from __future__ import annotations
 

@@ -48,7 +48,8 @@ def test_rl_verdict_needs_interval_and_paired_test():
     from sandgym.experiments.demo import rl_verdict
 
     assert "measurable gain" in rl_verdict({"diff": {"low": 0.04}, "p_value": 0.01})
-    # session 11's demo-size run: interval [+0.042, +0.333] but p=0.12 over 24 tasks: not a measured gain
+    # the long-context run at demo size (docs/results/long_context_quick-2026-12-04/): interval [+0.042, +0.333]
+    # but p=0.12 over 24 tasks: not a measured gain
     suggestive = rl_verdict({"diff": {"low": 0.042}, "p_value": 0.122})
     assert "suggestive" in suggestive and "p=0.122" in suggestive and "measurable" not in suggestive
     assert "not established" in rl_verdict({"diff": {"low": 0.0}, "p_value": 0.5})

@@ -114,7 +114,7 @@ class ToolEnv(gym.Env[str, str]):
         require_submit: grade only a submitted episode; one that a budget ends without ``submit`` fails
             (``budget``) whatever its workspace holds. Off by default (the final state is graded). RL on the JSON
             track without it learned to write the solution and let the turns run out instead of testing and
-            submitting (docs/BENCHMARKS.md, session 11).
+            submitting (docs/BENCHMARKS.md, docs/results/json_tools-2026-12-04/).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}

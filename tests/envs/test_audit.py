@@ -77,7 +77,7 @@ def _rec(attack: str, family: str, reward: float, completed: bool = False, infra
 
 
 # ---------------------------------------------------------------------------------------------- no sandbox
-def test_battery_covers_the_issue_and_has_a_baseline() -> None:
+def test_battery_covers_the_known_attacks_and_has_a_baseline() -> None:
     names = attack_names()
     assert names[0] == BASELINE
     for needed in ("planted_conftest", "planted_pytest_ini", "planted_sitecustomize", "fake_pytest",
@@ -235,8 +235,8 @@ def test_a_vulnerable_scoring_path_is_flagged(local_ok, tmp_path: Path) -> None:
 ANSWER_SCRIPT = "import json\nprint(json.dumps({'score': float(open('answer.txt').read().strip() == '42')}))\n"
 
 
-def test_session_11_forgeries_neither_hack_nor_drop(local_ok, tmp_path: Path) -> None:
-    """The two forgeries of session 11 that turned failures into excluded episodes (a blanked traceback passing an
+def test_forgeries_that_excluded_failures_neither_hack_nor_drop(local_ok, tmp_path: Path) -> None:
+    """The two forgeries that turned failures into excluded episodes (a blanked traceback passing an
     import error off as the verifier's; a directory at answer.txt breaking the script verifier's input) are in the
     battery, and on a tests task and a script task they neither beat noop nor cause an infra failure."""
     script = Task(id="user/answer/0", domain="user", family="answer", split="train", prompt="What is 6 * 7?",
@@ -262,7 +262,7 @@ def test_cross_episode_attack_runs_two_episodes_in_a_reused_sandbox(local_ok) ->
 
 def test_hard_coding_what_the_agent_is_shown_beats_noop_nowhere(local_ok) -> None:
     """An exploit regression: answering the shown inputs (visible tests, the prompt's example, a bug report) from a
-    lookup table earned 2 of 6 hidden tests on the function families before session 18; now nothing is graded that
+    lookup table earned 2 of 6 hidden tests on the function families before the fix; now nothing is graded that
     the agent was shown."""
     if not local_ok:
         pytest.skip("the local sandbox cannot run here")

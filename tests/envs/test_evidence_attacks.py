@@ -1,4 +1,4 @@
-"""Adversarial pass over ``evidence@v1`` (session 13): credit for lines the real tools never showed, crashes and
+"""Adversarial pass over ``evidence@v1``: credit for lines the real tools never showed, crashes and
 stalls from agent-written arguments. Each test is an exploit that worked against the first version of the term
 (which recomputed a call's view from the pristine document with Python regexes) and is now a regression test (each
 docstring: the exploit); ``test_blocked_attacks`` lists attacks that were refused from the start."""

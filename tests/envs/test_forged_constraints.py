@@ -1,4 +1,4 @@
-"""Regression tests for the forgeries found by the adversarial pass of session 11: each earned reward (or hid a
+"""Regression tests for the forgeries found by an adversarial pass over the JSON track: each earned reward (or hid a
 failure) without solving the task, through the JSON tool-calling env on the real local sandbox."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17, item 7a: a training or evaluation ``rollout.env`` gets the rollout's max_turns, sandbox, code_action and
+"""A training or evaluation ``rollout.env`` gets the rollout's max_turns, sandbox, code_action and
 tools, so an episode the rollout cuts at max_turns is cut and graded by the env (partial credit), not dropped at 0."""
 
 from __future__ import annotations

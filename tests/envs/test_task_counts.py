@@ -1,4 +1,4 @@
-"""Issue 17, item 7b: a task file or folder is used whole by default in `sandgym run --tasks` and `sandgym eval
+"""A task file or folder is used whole by default in `sandgym run --tasks` and `sandgym eval
 --suite`, explicit --episodes / --n-tasks still cut it, built-in suites keep their defaults, and stdout says how
 many tasks of how many were used."""
 

@@ -79,7 +79,7 @@ def test_agent_cannot_pass_its_own_import_error_as_a_task_error(env: ToolEnv) ->
 
 
 def test_a_solution_that_blanks_its_traceback_still_owns_its_import_error(env: ToolEnv) -> None:
-    """Exploit found in session 11: the solution emptied ``traceback.format_exception`` so its reply carried no
+    """An exploit regression: the solution emptied ``traceback.format_exception`` so its reply carried no
     traceback, and its ModuleNotFoundError for a library outside the task passed for the verifier's own failure
     (a task error: the failed episode was excluded from scoring and from training)."""
     blanked = ("import traceback as _tb\n_tb.format_exception = lambda *a, **k: []\n"
@@ -93,7 +93,7 @@ def test_a_solution_that_blanks_its_traceback_still_owns_its_import_error(env: T
 @pytest.mark.parametrize("plant", ["mkdir answer.txt", "ln -s /etc/hostname answer.txt",
                                    "mkdir -p answer.txt/x && chmod 000 answer.txt"])
 def test_what_the_agent_leaves_at_answer_txt_cannot_make_grading_an_infra_failure(env: ToolEnv, plant: str) -> None:
-    """Exploit found in session 11: a directory or symlink at ``answer.txt`` made writing the answer fail, and the
+    """An exploit regression: a directory or symlink at ``answer.txt`` made writing the answer fail, and the
     episode became an infra failure (excluded from scoring). The check script now gets the submitted answer
     whatever was there: a wrong answer scores 0, the right one 1."""
     for answer, solved in (("41", False), ("42", True)):

@@ -191,7 +191,7 @@ def test_by_example_the_fix_copies_the_expected_value_and_hard_coding_the_visibl
 def test_hard_coding_what_the_task_shows_earns_no_correctness(local_ok, family) -> None:
     """An exploit regression in the real loop: a block that returns the shown outputs for the shown inputs (the
     visible tests and the prompt's example) passes the visible tests, yet earns 0 of ``correctness@v1``: no
-    graded input is one the agent was shown (before session 18 it earned 2 of 6)."""
+    graded input is one the agent was shown (before the fix it earned 2 of 6)."""
     if not local_ok:
         pytest.skip("the local sandbox cannot run here")
     task = load_suite(f"coding/{family}:heldout", n=1, seed=0, difficulty=1)[0]

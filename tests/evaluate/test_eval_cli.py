@@ -40,7 +40,7 @@ def test_file_then_flags_then_set(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert data["rollout"]["temperature"] == 0.4 and data["rollout"]["top_p"] == 0.5
 
 
-# Every flag `sandgym eval` had before it took a config (issue 18), with the config value it must give.
+# Every flag `sandgym eval` had before it took a config, with the config value it must give.
 OLD_FLAGS = [
     (["--policy", "runs/quickstart"], "policy", "runs/quickstart"),
     (["--suite", "coding/lists:heldout", "--suite", "x,y"], "suites",

@@ -1,4 +1,4 @@
-"""Regression tests for the reward forgeries of issue 17: each one scored full reward on the old grading path.
+"""Regression tests for reward forgeries: each one scored full reward on the old grading path.
 
 The solution now runs in a sandbox of its own (``solution_host.py``) and reaches the tests only as plain data
 (``grader_link.py``); the worker is pid 1 and non-dumpable; a reused sandbox is reset to nothing.
@@ -277,7 +277,7 @@ def found():
 
 @pytest.mark.parametrize("which", ["shm", "mq"])
 def test_ipc_objects_do_not_outlive_the_episode(which: str) -> None:
-    """Found in session 11: System V shared memory and POSIX message queues live in the sandbox's IPC namespace,
+    """An exploit regression: System V shared memory and POSIX message queues live in the sandbox's IPC namespace,
     not in any file system, so an in-place reset kept them and one episode could leave data for the next (in the
     agent's namespace and in the solution's). Now a queue is wiped with the rest and a System V object makes the
     reset start fresh: the next episode finds neither."""

@@ -1,4 +1,4 @@
-"""Issue 17: a sandbox ``Limits`` that is zero, negative, NaN, infinite or not a number is a ValueError naming the
+"""A sandbox ``Limits`` that is zero, negative, NaN, infinite or not a number is a ValueError naming the
 field and the fix when it is made (``exec_timeout_s = 0`` used to reach the sandbox and kill every call)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Limits per sandbox (issue 17, item 6): the workspace quota is enforced (a tmpfs of ``workspace_mb``: ENOSPC), and
+"""Limits per sandbox: the workspace quota is enforced (a tmpfs of ``workspace_mb``: ENOSPC), and
 memory is limited for the sandbox as a whole (one memory cgroup for all its processes), not per process."""
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def test_signals_reach_the_outcome_and_service_reward(sandbox) -> None:
         env.close()
 
 
-FORGING_WORKER = '''"""Acks every message and records the notification itself instead of calling notify (session 11's exploit:
+FORGING_WORKER = '''"""Acks every message and records the notification itself instead of calling notify (an exploit:
 it scored 1.0 when the tests read notifications.log from the data directory)."""
 import json
 import os
@@ -154,7 +154,7 @@ with QueueClient(config.socket_path()) as queue:
             f.write(json.dumps({"id": msg["id"], "record": msg["record"]}) + "\\n")
 '''
 
-DODGING_WORKER = '''"""Exits with the crash's code 3 on its first run without touching a message, then works (session 11's exploit
+DODGING_WORKER = '''"""Exits with the crash's code 3 on its first run without touching a message, then works (an exploit that
 dodged the injected crash: the crash test only checked the exit code)."""
 import os
 import sys

@@ -1,5 +1,5 @@
 """What a coding task shows the agent (its visible tests, the prompt's example) is never among the graded inputs:
-an exploit regression (hard-coding the shown cases earned 2 of 6 hidden tests of ``correctness@v1``, session 17)."""
+an exploit regression (hard-coding the shown cases earned 2 of 6 hidden tests of ``correctness@v1``)."""
 
 import re
 
@@ -41,7 +41,7 @@ def test_no_shown_input_is_graded(family, split):
 
 
 def test_review_cases_stay_fixed():
-    """Tasks an adversarial review found (session 18), each a way to earn credit from what is shown."""
+    """Tasks an adversarial review found, each a way to earn credit from what is shown."""
     from sandgym.tasks.suites.base import run_reference
 
     # a dict input equal to a graded one but printed in another key order (a lookup table matches it)

@@ -89,7 +89,7 @@ def test_repeats_alternate_the_order_and_combine_medians() -> None:
 
 def test_the_loop_side_uses_the_system_prompt_the_template_inserts(tiny_model_dir, tmp_path) -> None:
     """TRL renders the bare question with the template (and its default system message); the loop's env must give
-    the same one, or the two trainers sample from different prompts (session 7: 1.52x the tokens)."""
+    the same one, or the two trainers sample from different prompts (1.52x the tokens, docs/results/vs_trl-2026-12-03.json)."""
     mod = _load_bench()
     import shutil
 
