@@ -1,9 +1,15 @@
 """Greedy 40 tokens from the float and the int8 generation copy (the SFT adapter, a training prompt), and the
 learner-minus-sampler log-prob of each token the copy chose. python probe.py RUN_DIR (a quickstart run)."""
-import json, sys, torch
+import json
+import sys
+
+import torch
+
 from sandgym.agents.hf import HFPolicy
+
 torch.set_num_threads(2)
-tr = json.loads(open(sys.argv[1] + '/train/trajectories.jsonl').readline())
+with open(sys.argv[1] + '/train/trajectories.jsonl') as f:
+    tr = json.loads(f.readline())
 ids = tr['turns'][0]['prompt_token_ids']
 for gw in ("float", "int8"):
     p = HFPolicy("smollm2-135m", adapter=sys.argv[1] + "/train/sft/adapter", generation_weights=gw, lora=None)

@@ -1,4 +1,4 @@
-"""Joint training against single-domain runs on the same budget (issue 16, "Joint training").
+"""Joint training against single-domain runs on the same budget.
 
     python docs/results/joint-2026-12-04/joint_study.py OUT [--variants joint,long_context_only,coding_only,joint_pcgrad]
 

@@ -3,10 +3,11 @@
     python docs/results/joint_json_tracking-2026-12-06/control.py OUT --joint RUN_DIR [--seeds 0,1] [--episodes 64] [--domains tracking]
 
 The joint warm start (examples/joint_json_tracking.toml, 128 demonstrations: 66 long context, 62 coding) scored
-tracking 0.700 on session 20's 60 held-out tasks; the long-context-only warm start of session 22
-(examples/long_context_program.toml, 64 demonstrations) scored 0.367 there. Both saw about as many long-context
+tracking 0.700 on the tracking recipe's 60 held-out tasks; the long-context-only warm start of the program run
+(docs/results/long_context-2026-12-05-program_tool/; examples/long_context_program.toml, 64 demonstrations)
+scored 0.367 there. Both saw about as many long-context
 demonstrations for three epochs at one constant learning rate, so the difference is the coding demonstrations, the
-code between session 22 and now, or the draw of demonstrations and seed. This trains the long-context recipe's
+code between that run and now, or the draw of demonstrations and seed. This trains the long-context recipe's
 own warm start (``sft.episodes`` = ``--episodes``) for each ``--seeds`` with the code in this checkout into
 ``OUT/sft-seed<S>/``, scores it on the same tasks, seeds and rollout as ``score.py`` scored the joint warm start
 (tracking; ``--domains tracking,recall`` adds needle and multihop), and the paired difference joint - control.

@@ -3,13 +3,13 @@
     python docs/results/joint_json_tracking-2026-12-06/score.py RUN_DIR [--step 8] [--policies sft,rl] [--json-per-suite 16]
         [--tracking-per-length 15] [--out docs/results/joint_json_tracking-2026-12-06]
 
-- JSON coding: session 23's held-out tasks of the trained families (strings, lists, numbers; 16 a suite, 1 sample,
+- JSON coding: the JSON track's held-out tasks of the trained families (strings, lists, numbers; 16 a suite, 1 sample,
   temperature 0.7), in examples/json_tools.toml's rollout (every tool, 160 tokens a turn, five turns,
   `require_submit`), as `docs/results/json_tools-2026-12-06/require_submit.py` scored its single-domain adapters.
-- Long-context tracking: session 20's 60 held-out tracking tasks (15 per length at 1K-8K, documents in files,
+- Long-context tracking: the tracking recipe's 60 held-out tracking tasks (15 per length at 1K-8K, documents in files,
   1 sample, temperature 0.7), in the tracking recipe's rollout (grep, read_file, python, submit; 96 tokens a turn,
   six turns), as `docs/results/long_context-2026-12-05-program_tool/program_tool.py` scored its single-domain adapters.
-- Long-context recall (``--domains recall``): session 21's 64 held-out needle and multihop tasks (8 per family per
+- Long-context recall (``--domains recall``): the program run's 64 held-out needle and multihop tasks (8 per family per
   length), the same rollout, as `docs/results/long_context-2026-12-05-program_tool/other_families.py --per-length 8`.
 
 Policies: the joint warm start (RUN_DIR/sft/adapter) and the joint RL adapter after ``--step`` steps

@@ -1,4 +1,4 @@
-"""Per-step record of a joint run's training (issue 16, "Joint training"): each domain's success, which domains
+"""Per-step record of a joint run's training: each domain's success, which domains
 the learner trained on, and the cosine between their LoRA gradients.
 
     python docs/results/joint_json_tracking-2026-12-06/summarize.py RUN_DIR [--out docs/results/joint_json_tracking-2026-12-06]

@@ -1,14 +1,20 @@
 """The JSON track's held-out evaluation of the SFT adapter and the base model on the same tasks (demo eval config)."""
-import json, sys, time
+import json
+import sys
+import time
 from pathlib import Path
-from sandgym.experiments.demo import TRACKS, eval_config, evaluate
+
 from sandgym.evaluate.aggregate import aggregate
+from sandgym.experiments.demo import TRACKS, eval_config, evaluate
 from sandgym.train.config import load_config
 
-out = Path(sys.argv[1]); n_tasks = int(sys.argv[2]); samples = int(sys.argv[3]); names = sys.argv[4:]
+out = Path(sys.argv[1])
+n_tasks = int(sys.argv[2])
+samples = int(sys.argv[3])
+names = sys.argv[4:]
 config = load_config(str(TRACKS["json_tools"]))
 cfg = eval_config(config, out, n_tasks=n_tasks, samples=samples, seeds=1)
-specs = {"base": config.model.name, "sft": "/work/runs/json_tools/train/sft/adapter"}
+specs = {"base": config.model.name, "sft": "runs/json_tools-2026-12-04-warm_start_24x2/train/sft/adapter"}
 rows = {}
 for name in names:
     t = time.perf_counter()

@@ -1,10 +1,14 @@
 """SFT of the json_tools track, then the SFT adapter's evaluation, exactly as the demo does them (the demo resumes both)."""
-import sys, time, json
+import json
+import sys
+import time
 from pathlib import Path
-from sandgym.experiments.demo import TRACKS, EVAL_SIZE, check_same_config, eval_config, evaluate
+
+from sandgym.evaluate.behaviour import behaviour
+from sandgym.experiments.demo import EVAL_SIZE, TRACKS, check_same_config, eval_config, evaluate
 from sandgym.train.config import load_config
 from sandgym.train.sft import run_sft
-from sandgym.evaluate.behaviour import behaviour
+
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
 config = load_config(str(TRACKS["json_tools"]), [f'out_dir="{out / "train"}"'])

@@ -1,9 +1,9 @@
-"""Session 19's long-context adapters on further held-out 4K/8K tasks: does RL over the every-state SFT resolve?
+"""The relabelled long-context adapters (24 RL steps) on further held-out 4K/8K tasks: does RL over the every-state SFT resolve?
 
     python docs/results/long_context-2026-12-05-more_tasks/more_tasks.py OUT [--per-length 100] [--policy NAME ...]
 
-``OUT`` is a ``docs/results/long_context-2026-12-05-relabel_24_steps/run.sh`` folder. Sessions 15-19 scored held-out tasks 0-29 of each
-length (4K, 8K: 60 tasks, ``OUT/eval``). This scores tasks 30 .. 30+per_length-1 of each length (same generator,
+``OUT`` is a ``docs/results/long_context-2026-12-05-relabel_24_steps/run.sh`` folder. Every earlier >= 4K run scored held-out tasks 0-29
+of each length (4K, 8K: 60 tasks, ``OUT/eval``). This scores tasks 30 .. 30+per_length-1 of each length (same generator,
 same five families: needle, multihop, tracking trained; aggregation, constraints unseen), 1 sample at the track's
 rollout settings, the same tasks and seeds for every policy:
 
@@ -36,7 +36,7 @@ from sandgym.train.config import load_config
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "long_context_4k-2026-12-04"))
 from rl_long_only import CONFIG, long_only, read_rows  # noqa: E402
 
-FIRST = 30  # tasks 0-29 of each length were scored in sessions 15-19
+FIRST = 30  # tasks 0-29 of each length were scored by every earlier >= 4K run
 
 
 def specs(out: Path) -> dict[str, Path]:

@@ -3,12 +3,13 @@
     python docs/results/long_context-2026-12-05-more_tasks/python_tool.py OUT --baseline ADAPTER [--per-length 15]
 
 Tracking (a variable's final value after a SET and many += / -= updates) stayed at 0-3 of 52 held-out 4K/8K tasks
-for every long-context policy (sessions 9-20): the oracle's demonstrations grep the updates and then submit a
+for every long-context policy before this lever: the oracle's demonstrations grep the updates and then submit a
 number the 135M model would have to add up in its head. With ``python`` among the tools the oracle copies the
 numbers its search showed into ``print(10 - 5 + 7)`` and submits what it printed (``compute_turn``;
 aggregation likewise, ``print(sum([...]))``). This trains that warm start (``examples/long_context_lengths.toml``,
 tools grep, read_file, python, submit; 64 demonstrations x 3 epochs, as the track's own) into ``OUT/train/sft`` and
-scores it and ``--baseline`` (the track's plain warm start, e.g. ``lc_s19/s9/train/sft/adapter``, with the track's
+scores it and ``--baseline`` (the track's plain warm start, e.g. ``OUT/oracle_sft/train/sft/adapter`` of
+``docs/results/long_context-2026-12-05-relabel_24_steps/run.sh OUT``, with the track's
 tools) on the same held-out tasks: tracking (trained) and aggregation (unseen: no demonstration shows it) at 1K, 2K,
 4K and 8K, 1 sample, temperature 0.7. ``--rl-steps N`` then runs the track's GRPO (its training mix, python among the
 tools) from the python warm start and scores it too. Writes ``OUT/summary.json``; every stage resumes.

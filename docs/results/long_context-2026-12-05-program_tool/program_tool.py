@@ -1,9 +1,9 @@
 """The tracking lever, second form: a warm start whose python call is a program over the document, not a sum.
 
-    python docs/results/long_context-2026-12-05-program_tool/program_tool.py OUT --session20 S20_OUT [--rl-steps N]
+    python docs/results/long_context-2026-12-05-program_tool/program_tool.py OUT --python-run PYTHON_OUT [--rl-steps N]
 
-Session 20's python warm start (``docs/results/long_context-2026-12-05-more_tasks/python_tool.py``) copies the updates its grep showed
-into ``print(5 + 6 + 8 - 8)``: tracking 0.017 -> 0.150 on 60 held-out tasks, 4 of 15 at 1K and 2K but 0-1 of 15 at
+The python warm start (``docs/results/long_context-2026-12-05-more_tasks/python_tool.py``) copies the updates its
+grep showed into ``print(5 + 6 + 8 - 8)``: tracking 0.017 -> 0.150 on 60 held-out tasks, 4 of 15 at 1K and 2K but 0-1 of 15 at
 4K and 8K, where there are more updates to copy and a sign or a term gets lost. With ``sft.compute = "program"``
 the oracle's python call is instead the same four lines at every length::
 
@@ -15,10 +15,10 @@ the oracle's python call is instead the same four lines at every length::
 (each of the variable's lines ``SET lambda = 5`` / ``UPDATE lambda -= 3`` applied as ``v= 5`` / ``v-= 3``), so the
 model has two things to copy from its context, the file's path and the variable's name, whatever the document's
 length. This trains that warm start (the track's config, ``examples/long_context_lengths.toml``, tools grep,
-read_file, python, submit; 64 demonstrations x 3 epochs, as session 20's) into ``OUT/sft`` and scores it on session
-20's held-out tasks (15 tracking and 15 aggregation per length at 1K-8K, 1 sample, temperature 0.7, the same
-sampling seeds), paired with session 20's plain and expression warm starts' episodes there (``--session20``: its
-``eval/plain`` and ``eval/python``). ``--rl-steps N`` then runs GRPO from it (``--rl-mix track``: the track's mix of
+read_file, python, submit; 64 demonstrations x 3 epochs, as ``python_tool.py``'s) into ``OUT/sft`` and scores it on
+``python_tool.py``'s held-out tasks (15 tracking and 15 aggregation per length at 1K-8K, 1 sample, temperature 0.7, the same
+sampling seeds), paired with the plain and expression warm starts' episodes there (``--python-run``:
+``python_tool.py``'s OUT, its ``eval/plain`` and ``eval/python``). ``--rl-steps N`` then runs GRPO from it (``--rl-mix track``: the track's mix of
 needle, multihop and tracking; ``tracking``: tracking alone; ``--turn-term`` as ``tracking_rl.py``) into
 ``OUT/train`` and scores that too. Writes ``OUT/summary.json``; every stage resumes.
 """
@@ -56,8 +56,8 @@ FAMILIES = ("tracking", "aggregation")
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("--session20", required=True, help="session 20's python_tool.py OUT (its eval/plain, eval/python)")
-    ap.add_argument("--per-length", type=int, default=15, help="tasks per family per length (session 20: 15)")
+    ap.add_argument("--python-run", required=True, help="python_tool.py's OUT (its eval/plain, eval/python)")
+    ap.add_argument("--per-length", type=int, default=15, help="tasks per family per length (python_tool.py's: 15)")
     ap.add_argument("--rl-steps", type=int, default=0)
     ap.add_argument("--rl-mix", choices=("track", "tracking"), default="track")
     ap.add_argument("--turn-term", default="", help="per-turn term with per_step advantages ('' = outcome reward)")
@@ -75,11 +75,12 @@ def main() -> int:
     ids = {t.id for t in tasks}
     rows: dict[str, list[EpisodeRow]] = {}
     for name in ("plain", "python"):
-        rows[f"s20_{name}"] = [r for r in read_rows(Path(args.session20) / "eval" / name / "episodes.jsonl")
+        rows[f"{name}_warm_start"] = [r for r in read_rows(Path(args.python_run) / "eval" / name / "episodes.jsonl")
                                if r.task_id in ids]
-        if len(rows[f"s20_{name}"]) != len(tasks):
-            raise SystemExit(f"--session20 {args.session20}: eval/{name} scored {len(rows[f's20_{name}'])} of these "
-                             f"{len(tasks)} tasks; pass session 20's python_tool.py OUT (same --per-length)")
+        if len(rows[f"{name}_warm_start"]) != len(tasks):
+            raise SystemExit(f"--python-run {args.python_run}: eval/{name} scored "
+                             f"{len(rows[f'{name}_warm_start'])} of these {len(tasks)} tasks; "
+                             "pass python_tool.py's OUT (same --per-length)")
     policy, info = load_policy(str(adapter))
     rows["program"] = evaluate_policy(policy, info, replace(ecfg, policy=str(adapter)), out / "eval" / "program",
                                       tasks=tasks)
@@ -118,7 +119,7 @@ def main() -> int:
             summary["policies"][name][fam] = p
             print(f"{name} {fam}: {format_interval(p['completion'])} {p['by_length']} python {p['python_calls']:.2f} "
                   f"repeated calls {p['behaviour'].get('repeated_calls', 0):.2f} {p['failures']}", flush=True)
-    pairs = [("program", "s20_python"), ("program", "s20_plain"), *((("program_rl", "program"),) if "program_rl" in rows else ())]
+    pairs = [("program", "python_warm_start"), ("program", "plain_warm_start"), *((("program_rl", "program"),) if "program_rl" in rows else ())]
     for cand, ref in pairs:
         for fam in FAMILIES:
             c = [r for r in rows[cand] if r.family == fam]

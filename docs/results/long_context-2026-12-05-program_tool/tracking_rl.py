@@ -2,8 +2,8 @@
 
     python docs/results/long_context-2026-12-05-program_tool/tracking_rl.py OUT --warm ADAPTER --warm-episodes EPISODES [--steps 10]
 
-Session 20 (``docs/results/long_context-2026-12-05-more_tasks/python_tool.py``): a warm start whose demonstrations work a tracked
-variable's sum out with the ``python`` tool scored 0.150 on 60 held-out tracking tasks (the plain warm start
+``docs/results/long_context-2026-12-05-more_tasks/python_tool.py``: a warm start whose demonstrations work a
+tracked variable's sum out with the ``python`` tool scored 0.150 on 60 held-out tracking tasks (the plain warm start
 0.017), and 8 steps of the track's GRPO from it (its whole training mix, outcome reward) fell back to 0.050: python
 calls 0.83 -> 0.28 of the episodes, repeated turns 0.87 -> 3.48 an episode, budget failures 15 -> 44. This runs
 the levers that episode record points at, together:
@@ -16,8 +16,8 @@ the levers that episode record points at, together:
 Everything else is the python warm start's config (``examples/long_context_lengths.toml`` with tools grep,
 read_file, python, submit; group 6, 4 tasks a step, lr 1e-4 unless ``--lr``). The RL adapter is scored on the same
 60 held-out tracking tasks (15 per length, 1 sample, temperature 0.7, the same sampling seeds: tracking comes first
-in session 20's task list) and paired with the warm start's own episodes there (``--warm-episodes``, session 20's
-``eval/python/episodes.jsonl``; only its tracking rows are read). Writes ``OUT/summary.json``; every stage resumes.
+in ``python_tool.py``'s task list) and paired with the warm start's own episodes there (``--warm-episodes``,
+``python_tool.py``'s ``eval/python/episodes.jsonl``; only its tracking rows are read). Writes ``OUT/summary.json``; every stage resumes.
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ def rl_config(out: Path, warm: str, args: argparse.Namespace) -> TrainConfig:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("--warm", required=True, help="the python-tool warm start (session 20's OUT/train/sft/adapter)")
+    ap.add_argument("--warm", required=True, help="the python-tool warm start (python_tool.py's OUT/train/sft/adapter)")
     ap.add_argument("--warm-episodes", required=True,
-                    help="the warm start's evaluation episodes on the same tasks (session 20's OUT/eval/python/episodes.jsonl)")
+                    help="the warm start's evaluation episodes on the same tasks (python_tool.py's OUT/eval/python/episodes.jsonl)")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--turn-term", default="evidence_norepeat@v1", help="per-turn term ('' for outcome reward only)")
@@ -88,7 +88,7 @@ def main() -> int:
     warm_rows = [r for r in read_rows(Path(args.warm_episodes)) if r.task_id in ids]
     if len(warm_rows) != len(tasks):
         raise SystemExit(f"--warm-episodes {args.warm_episodes}: {len(warm_rows)} of the {len(tasks)} held-out tracking "
-                         "tasks scored; pass session 20's eval/python/episodes.jsonl (same --per-length)")
+                         "tasks scored; pass python_tool.py's eval/python/episodes.jsonl (same --per-length)")
     rows = {"python_warm_start": warm_rows, **rows}
     summary: dict[str, Any] = {"per_length": args.per_length, "suites": list(suites), "steps": args.steps,
                                "lr": args.lr, "turn_term": args.turn_term, "policies": {}}

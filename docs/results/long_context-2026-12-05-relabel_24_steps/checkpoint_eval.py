@@ -1,4 +1,4 @@
-"""One more policy on session 15's 60 held-out 4K/8K tasks, paired with the SFT rows already there.
+"""One more policy on the 60 held-out 4K/8K tasks of the >= 4K runs, paired with the SFT rows already there.
 
     python docs/results/long_context-2026-12-05-relabel_24_steps/checkpoint_eval.py OUT SPEC NAME
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 19: the long-context adapters on a public long-context benchmark training never saw: reasoning-gym's
+# The long-context adapters on a public long-context benchmark training never saw: reasoning-gym's
 # needle_haystack (installed package, nothing downloaded) at about 1K, 2K, 4K and 8K tokens, 15 haystacks each,
 # every one a workspace file as in the track's training mix (placement=file).
 #   bash docs/results/long_context-2026-12-05-relabel_24_steps/transfer.sh OUT      (after run.sh OUT; the venv active; ~15 min)
@@ -14,6 +14,6 @@ if [ ! -f "$RG" ]; then
 fi
 python -m sandgym.experiments.transfer "$OUT" --config examples/long_context_lengths.toml --records "$RG" \
   --format reasoning_gym --max-new-tokens 96 \
-  --policy base=smollm2-135m --policy warm_start="$OUT/s9/train/sft/adapter" \
+  --policy base=smollm2-135m --policy warm_start="$OUT/oracle_sft/train/sft/adapter" \
   --policy sft="$OUT/sft_dagger/adapter" --policy rl_12="$OUT/train/checkpoints/step-000012" \
   --policy sft_rl="$OUT/train"

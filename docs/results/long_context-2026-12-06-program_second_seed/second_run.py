@@ -1,4 +1,4 @@
-"""Session 22: a second RL run of the tracking recipe, trained with ``sandgym train`` from the example config.
+"""A second RL run of the tracking recipe, trained with ``sandgym train`` from the example config.
 
     sandgym train examples/long_context_program.toml --set out_dir='"RUN"' --set seed=1 \
         --set model.adapter='"FIRST/sft/adapter"'

@@ -1,21 +1,23 @@
-"""The >= 4K lever of issue 16: RL only on 4K and 8K documents, from session 9's warm start, scored on the same 60
-held-out 4K/8K tasks as that warm start and as session 9's all-length RL.
+"""A >= 4K lever for the long-context track: RL only on 4K and 8K documents, from the full-size run's warm start
+(docs/results/long_context-2026-12-04/), scored on the same 60 held-out 4K/8K tasks as that warm start and as that
+run's all-length RL.
 
-    python docs/results/long_context_4k-2026-12-04/rl_long_only.py OUT [--lc-s9 /work/runs/lc_s9] [--steps 12]
+    python docs/results/long_context_4k-2026-12-04/rl_long_only.py OUT [--warm-run runs/long_context-2026-12-04]
+        [--steps 12]
         [--name rl_4k_8k] [--set KEY=VALUE ...] [--compare NAME=EPISODES_DIR ...]
 
 - RL: examples/long_context_lengths.toml with only its 4096- and 8192-token suites in the mix (48 tasks each),
-  ``--steps`` GRPO steps x 4 tasks x 6 samples, from ``LC_S9/train/sft/adapter`` (64 demonstrations x 3 epochs);
-- evaluation (current code, 30 held-out tasks per length x 1 sample, the tasks session 9 scored): the warm start
-  again and the new adapter; session 9's all-length SFT + RL rows (``LC_S9/eval/sft_rl``) are paired on the same
+  ``--steps`` GRPO steps x 4 tasks x 6 samples, from ``WARM_RUN/train/sft/adapter`` (64 demonstrations x 3 epochs);
+- evaluation (current code, 30 held-out tasks per length x 1 sample, the tasks the full-size run scored): the warm
+  start again and the new adapter; that run's all-length SFT + RL rows (``WARM_RUN/eval/sft_rl``) are paired on the same
   task ids. Resumes every stage. Writes OUT/summary.json and prints the comparison.
 - ``--set`` overrides the training config (as ``sandgym train --set``), ``--name`` names the new adapter's rows,
   ``--compare`` pairs more earlier evaluations (an ``episodes.jsonl`` folder) on the same tasks. Every policy also
   gets its evidence-found rate: the share of the task's evidence lines (``metadata["evidence"]``) its searches
   showed, recomputed from the episodes' tool calls with ``evidence@v1``'s rules.
 
-Session 13 (the per-turn evidence lever): ``--name rl_evidence --set 'algorithm.advantage_mode="per_step"'
---set 'rollout.env_kwargs={turn_rewards=true, turn_term="evidence@v1"}' --compare rl_4k_8k=/work/runs/lc4k_s12/eval/rl_4k_8k``.
+The per-turn evidence lever (docs/results/long_context_evidence-2026-12-05/): ``--name rl_evidence --set 'algorithm.advantage_mode="per_step"'
+--set 'rollout.env_kwargs={turn_rewards=true, turn_term="evidence@v1"}' --compare rl_4k_8k=runs/long_context_4k-2026-12-04/eval/rl_4k_8k``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ LONG = ("tokens=4096", "tokens=8192")
 
 
 def long_only(config: Any) -> Any:
-    """``config`` with only its 4K and 8K suites in the mix, 48 training tasks each (sessions 12-15's RL tasks)."""
+    """``config`` with only its 4K and 8K suites in the mix, 48 training tasks each (the RL tasks of every 4K/8K lever)."""
     mix = tuple(replace(d, n_tasks=48) for d in config.domains.mix if any(k in d.suite for k in LONG))
     return replace(config, domains=replace(config.domains, mix=mix))
 
@@ -89,16 +91,17 @@ def repeats(rows: list[EpisodeRow]) -> float | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("--lc-s9", default="/work/runs/lc_s9")
+    ap.add_argument("--warm-run", default="runs/long_context-2026-12-04",
+                    help="a `sandgym demo --track long_context` run: its train/sft/adapter and eval/sft_rl")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--name", default="rl_4k_8k", help="name of the new adapter's evaluation")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="training config override")
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=DIR",
                     help="an earlier evaluation (a folder with episodes.jsonl) to pair on the same tasks")
     args = ap.parse_args()
-    out, s9 = Path(args.out), Path(args.lc_s9)
+    out, warm_run = Path(args.out), Path(args.warm_run)
     out.mkdir(parents=True, exist_ok=True)
-    adapter = s9 / "train" / "sft" / "adapter"
+    adapter = warm_run / "train" / "sft" / "adapter"
     base = load_config(str(CONFIG), [f'out_dir="{out / "train"}"', f"optim.steps={args.steps}", *args.set])
     config = replace(long_only(base), init="base", model=replace(base.model, adapter=str(adapter)))
     timings = {}
@@ -115,9 +118,9 @@ def main() -> int:
         rows[name] = evaluate(spec, name, ecfg, out / "eval")
         timings[f"eval_{name}"] = time.perf_counter() - t
     ids = {(r.task_id, r.sample, r.seed) for r in rows["sft"]}
-    earlier = {"rl_all_lengths_s9": s9 / "eval" / "sft_rl",
+    earlier = {"rl_all_lengths": warm_run / "eval" / "sft_rl",
                **{k: Path(v) for k, v in (c.split("=", 1) for c in args.compare)}}
-    earlier = {k: v for k, v in earlier.items() if (v / "episodes.jsonl").is_file() or k != "rl_all_lengths_s9"}
+    earlier = {k: v for k, v in earlier.items() if (v / "episodes.jsonl").is_file() or k != "rl_all_lengths"}
     for name, folder in earlier.items():
         rows[name] = [r for r in read_rows(folder) if (r.task_id, r.sample, r.seed) in ids]
     tasks = {t.id: t for t in load_tasks(ecfg)}

@@ -1,4 +1,4 @@
-"""8K decoding through the rollout sampler: glibc defaults, the 1 MiB thresholds left on (session 10's bug), and
+"""8K decoding through the rollout sampler: glibc defaults, the 1 MiB thresholds left on (the bug measured in docs/results/long_context_cost-2026-12-04/), and
 the thresholds scoped to a learner update as `learner_update` now does (`freed_memory_returned`, then sampling).
 One process per mode: `for m in default mallopt scoped; do python mallopt_scope_probe.py $m; done`."""
 import statistics

@@ -1,7 +1,12 @@
 """One 8K KV cache (batch 1), decoding calls in the sandgym and generate styles interleaved: ms per call."""
-import time, statistics, torch
+import statistics
+import time
+
+import torch
 from transformers import DynamicCache
+
 from sandgym.agents.hf import HFPolicy
+
 torch.set_num_threads(2)
 p = HFPolicy("smollm2-135m")
 g = p.generation_model()
@@ -20,9 +25,11 @@ with torch.inference_mode():
         "sandgym +logits_to_keep": lambda: g(input_ids=tok, attention_mask=torch.ones(1, L + 1, dtype=torch.long), position_ids=torch.tensor([[L]]), use_cache=True, past_key_values=cache, logits_to_keep=1),
     }
     times = {k: [] for k in styles}
-    for rep in range(8):
+    for _rep in range(8):
         for k, f in styles.items():
-            t = time.perf_counter(); f(); times[k].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
             cache.crop(-1)
     for k, v in times.items():
         print(f"{k:35s} {statistics.median(v)*1000:7.1f} ms  {[round(x*1000) for x in v]}")

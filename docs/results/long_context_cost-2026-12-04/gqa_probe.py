@@ -1,16 +1,25 @@
 """Batched decode with left padding: transformers' repeat_kv path vs sdpa's own GQA (TRANSFORMERS_SDPA_FORCE_GQA)."""
-import os, time, statistics, sys, torch
+import os
+import statistics
+import sys
+import time
+
+import torch
 from transformers import DynamicCache
+
 from sandgym.agents.hf import HFPolicy
+
 torch.set_num_threads(2)
 p = HFPolicy("smollm2-135m")
 g = p.generation_model()
 B, L = int(sys.argv[1]), int(sys.argv[2])
 gen = torch.Generator().manual_seed(0)
 lens = [L - 8 * i for i in range(B)]
-ids = torch.zeros(B, L, dtype=torch.long); mask = torch.zeros(B, L, dtype=torch.long)
+ids = torch.zeros(B, L, dtype=torch.long)
+mask = torch.zeros(B, L, dtype=torch.long)
 for r, n in enumerate(lens):
-    ids[r, L - n:] = torch.randint(100, 40000, (n,), generator=gen); mask[r, L - n:] = 1
+    ids[r, L - n:] = torch.randint(100, 40000, (n,), generator=gen)
+    mask[r, L - n:] = 1
 pos = (mask.cumsum(-1) - 1).clamp(min=0)
 res = {}
 with torch.inference_mode():
@@ -21,7 +30,7 @@ with torch.inference_mode():
     lp = pos[:, -1:] + 1
     times = {"repeat_kv (default)": [], "sdpa gqa": []}
     outs = {}
-    for rep in range(6):
+    for _rep in range(6):
         for k in times:
             os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = "1" if "gqa" in k else "0"
             t = time.perf_counter()

@@ -1,12 +1,19 @@
 """8K decoding through the rollout sampler, with and without checkpointing's process-wide malloc thresholds."""
-import sys, time, statistics, torch
+import statistics
+import sys
+import time
+
+import torch
+
 from sandgym.agents.hf import HFPolicy
 from sandgym.agents.sampler import sample_batch
 from sandgym.train.shared_prefix import return_freed_memory
+
 torch.set_num_threads(2)
 if sys.argv[1] == "mallopt":
     print("mallopt set:", return_freed_memory())
-p = HFPolicy("smollm2-135m"); g = p.generation_model()
+p = HFPolicy("smollm2-135m")
+g = p.generation_model()
 L = 8128
 ids = torch.randint(100, 40000, (L,), generator=torch.Generator().manual_seed(L)).tolist()
 calls, started = [], []

@@ -1,8 +1,9 @@
-"""Stage 1 of the DAgger-style lever for issue 16 at >= 4K: the warm start's own episodes on the training tasks.
+"""Stage 1 of the DAgger-style lever for the long-context track at >= 4K: the warm start's own episodes on the training tasks.
 
-    python docs/results/long_context_dagger-2026-12-05/collect.py OUT [--lc-s9 /work/runs/lc_s9] [--n-tasks 48]
+    python docs/results/long_context_dagger-2026-12-05/collect.py OUT [--warm-run runs/long_context-2026-12-04]
+        [--n-tasks 48]
 
-Runs session 9's warm start (64 demonstrations x 3 epochs) on the first ``--n-tasks`` tasks of each of the track's
+Runs the full-size run's warm start (docs/results/long_context-2026-12-04/: 64 demonstrations x 3 epochs) on the first ``--n-tasks`` tasks of each of the track's
 4K and 8K training suites (the tasks RL trains on: the training seed draws them), one sample each at the training temperature (1.0: the
 distribution RL would sample), and writes ``OUT/collect/warm_start/episodes.jsonl``: the prefixes that
 ``sft.source`` relabels (the oracle continues each from the state the policy reached).
@@ -26,7 +27,8 @@ LONG = ("tokens=4096", "tokens=8192")
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("--lc-s9", default="/work/runs/lc_s9")
+    ap.add_argument("--warm-run", default="runs/long_context-2026-12-04",
+                    help="a `sandgym demo --track long_context` run: its train/sft/adapter and eval/sft_rl")
     ap.add_argument("--n-tasks", type=int, default=48)
     args = ap.parse_args()
     out = Path(args.out)
@@ -36,7 +38,7 @@ def main() -> int:
                      difficulty=1, trained_families=(), task_seed=train.seed, rollout=replace(train.rollout, temperature=1.0))
     done = out / "collect" / "warm_start" / "episodes.jsonl"
     if not done.is_file():
-        evaluate(str(Path(args.lc_s9) / "train" / "sft" / "adapter"), "warm_start", cfg, out / "collect")
+        evaluate(str(Path(args.warm_run) / "train" / "sft" / "adapter"), "warm_start", cfg, out / "collect")
     print(f"episodes: {done}")
     return 0
 

@@ -1,19 +1,20 @@
-"""Stage 2 of the DAgger-style lever for issue 16 at >= 4K: the warm start's own episodes, continued by the oracle.
+"""Stage 2 of the DAgger-style lever for the long-context track at >= 4K: the warm start's own episodes, continued by the oracle.
 
-    python docs/results/long_context_dagger-2026-12-05/dagger.py OUT [--lc-s9 /work/runs/lc_s9] [--epochs 2] [--lr 1e-4]
+    python docs/results/long_context_dagger-2026-12-05/dagger.py OUT [--warm-run runs/long_context-2026-12-04] [--epochs 2]
+        [--lr 1e-4]
         [--relabel last_state|all_states] [--name sft]
 
 - SFT (``sft.source`` = ``OUT/collect/warm_start/episodes.jsonl`` from ``collect.py``): each of the warm start's
   episodes on the 4K/8K training tasks is replayed but for its last turn, the oracle continues it from the state
-  it reached (``sandgym.train.relabel``), and the warm start (session 9's 64 x 3 adapter) is trained further on
-  the continuations' turns only (``--relabel last_state``, session 15's first run) or on the oracle's label of
+  it reached (``sandgym.train.relabel``), and the warm start (the full-size run's 64 x 3 adapter) is trained further on
+  the continuations' turns only (``--relabel last_state``, the first pairing) or on the oracle's label of
   every state the warm start visited (``all_states``): ``OUT/sft_dagger/adapter`` (``--name`` other than ``sft``:
   ``OUT/sft_dagger_NAME/adapter``).
 - Evaluation: that adapter on the 60 held-out 4K/8K tasks (30 per length, 1 sample) every earlier >= 4K run
   scored, written where ``rl_long_only.py`` reads its warm start's evaluation (``OUT/eval/sft``), paired with the
   warm start's own rows (``--warm-start-eval``).
-- ``OUT/lc_dagger`` (``OUT/lc_dagger_NAME``) is laid out like session 9's run (``train/sft/adapter`` -> the new adapter, ``eval/sft_rl`` ->
-  session 9's) so that RL from the new adapter is ``rl_long_only.py OUT --lc-s9 OUT/lc_dagger ...``.
+- ``OUT/lc_dagger`` (``OUT/lc_dagger_NAME``) is laid out like the full-size run (``train/sft/adapter`` -> the new adapter,
+  ``eval/sft_rl`` -> that run's) so that RL from the new adapter is ``rl_long_only.py OUT --warm-run OUT/lc_dagger ...``.
 """
 
 from __future__ import annotations
@@ -38,15 +39,16 @@ from rl_long_only import CONFIG, long_only, read_rows  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("--lc-s9", default="/work/runs/lc_s9")
-    ap.add_argument("--warm-start-eval", default="/work/runs/lc4k_s12/eval/sft")
+    ap.add_argument("--warm-run", default="runs/long_context-2026-12-04",
+                    help="a `sandgym demo --track long_context` run: its train/sft/adapter and eval/sft_rl")
+    ap.add_argument("--warm-start-eval", default="runs/long_context_4k-2026-12-04/eval/sft")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--relabel", default="last_state", choices=("last_state", "all_states"))
     ap.add_argument("--name", default="sft", help="the evaluation's name (OUT/eval/NAME)")
     args = ap.parse_args()
-    out, s9 = Path(args.out), Path(args.lc_s9)
-    warm = s9 / "train" / "sft" / "adapter"
+    out, warm_run = Path(args.out), Path(args.warm_run)
+    warm = warm_run / "train" / "sft" / "adapter"
     episodes = out / "collect" / "warm_start" / "episodes.jsonl"
     base = load_config(str(CONFIG), [f'out_dir="{out / "train"}"', f"sft.source={json.dumps(str(episodes))}",
                                      f"sft.epochs={args.epochs}", f"sft.lr={args.lr}",
@@ -65,7 +67,7 @@ def main() -> int:
     rows = evaluate(str(adapter), args.name, ecfg, out / "eval")
     timings["eval"] = time.perf_counter() - t
     ids = {(r.task_id, r.sample, r.seed) for r in rows}
-    warm = Path(args.warm_start_eval)  # absent on a machine without session 12's runs: no pairing then
+    warm = Path(args.warm_start_eval)  # absent without the 4K/8K-only run's evaluation: no pairing then
     warm_rows = [r for r in read_rows(warm) if (r.task_id, r.sample, r.seed) in ids] \
         if (warm / "episodes.jsonl").is_file() else []
     m = aggregate(rows, samples=1, baseline=warm_rows or None)
@@ -79,11 +81,11 @@ def main() -> int:
     like = out / f"lc_dagger{suffix}"
     (like / "train" / "sft").mkdir(parents=True, exist_ok=True)
     (like / "eval").mkdir(parents=True, exist_ok=True)
-    for link, target in ((like / "train" / "sft" / "adapter", adapter), (like / "eval" / "sft_rl", s9 / "eval" / "sft_rl")):
+    for link, target in ((like / "train" / "sft" / "adapter", adapter), (like / "eval" / "sft_rl", warm_run / "eval" / "sft_rl")):
         if not link.exists() and target.exists():
             link.symlink_to(target.resolve())
     print(f"adapter: {adapter}; eval: {out / 'eval' / args.name}; summary: {out / f'dagger_summary{suffix}.json'}; RL: "
-          f"rl_long_only.py {out} --lc-s9 {like}")
+          f"rl_long_only.py {out} --warm-run {like}")
     return 0
 
 

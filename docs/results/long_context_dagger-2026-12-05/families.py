@@ -1,8 +1,8 @@
 """Per family and per length, solved of the 60 held-out 4K/8K tasks, for each evaluation given (NAME=DIR with an
 episodes.jsonl), on the task ids of the first; with turns and failure modes.
 
-    python docs/results/long_context_dagger-2026-12-05/families.py warm_start=/work/runs/lc4k_s12/eval/sft \
-        dagger_sft=/work/runs/dagger_s15/eval/sft rl=/work/runs/dagger_s15/eval/rl_dagger_evidence [--json OUT]
+    python docs/results/long_context_dagger-2026-12-05/families.py warm_start=runs/long_context_4k-2026-12-04/eval/sft \
+        dagger_sft=runs/long_context_dagger-2026-12-05/eval/sft rl=runs/long_context_dagger-2026-12-05/eval/rl_dagger_evidence [--json OUT]
 """
 
 from __future__ import annotations

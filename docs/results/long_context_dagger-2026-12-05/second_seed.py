@@ -1,4 +1,4 @@
-"""A second sampling seed for session 15's >= 4K comparison: the relabelled SFT and its RL adapter on the same 60
+"""A second sampling seed for the >= 4K relabelling comparison: the relabelled SFT and its RL adapter on the same 60
 held-out 4K/8K tasks with seed 1, and both seeds together (each task's mean over 2 samples, paired per task).
 
     python docs/results/long_context_dagger-2026-12-05/second_seed.py OUT [--sft ADAPTER] [--rl RUN_DIR] [--rl-name NAME]
@@ -6,8 +6,8 @@ held-out 4K/8K tasks with seed 1, and both seeds together (each task's mean over
 Seeds the new folders (``OUT/eval_2seeds``) with seed 0's episodes (``OUT/eval/sft``, ``OUT/eval/NAME``; an
 evaluation resumes, so only seed 1 runs), evaluates the SFT adapter (default ``OUT/sft_dagger/adapter``) and the RL
 run (default ``OUT/train``, its last checkpoint), and writes ``OUT/second_seed.json`` with the paired gain per seed
-and over both. The second pairing: ``second_seed.py /work/runs/dagger_s15_all --sft
-/work/runs/dagger_s15/sft_dagger_sft_all/adapter --rl-name rl_dagger_all_evidence``.
+and over both. The second pairing: ``second_seed.py runs/long_context_dagger-2026-12-05-all_states --sft
+runs/long_context_dagger-2026-12-05/sft_dagger_sft_all/adapter --rl-name rl_dagger_all_evidence``.
 """
 
 from __future__ import annotations

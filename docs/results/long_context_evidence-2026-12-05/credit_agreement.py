@@ -1,6 +1,6 @@
-"""Did the evidence@v1 credit paid during session 13's RL run (the term's first version, which recomputed a call's
+"""Did the evidence@v1 credit paid during the evidence RL run (the term's first version, which recomputed a call's
 view from the pristine document) equal what the final version (which reads the tools' output) pays? And how often
-was credit paid only on an episode's last turn (dropped from per-step advantages before a fix in the same session)?
+was credit paid only on an episode's last turn (dropped from per-step advantages before a later fix)?
 
     python docs/results/long_context_evidence-2026-12-05/credit_agreement.py RUN/train/trajectories.jsonl
 

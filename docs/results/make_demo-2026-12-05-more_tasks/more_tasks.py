@@ -1,4 +1,4 @@
-"""The quick demo's adapters on further held-out tasks: does session 18's suggestive RL-over-SFT gain hold?
+"""The quick demo's adapters on further held-out tasks: does its suggestive RL-over-SFT gain hold?
 
     python docs/results/make_demo-2026-12-05-more_tasks/more_tasks.py OUT [--first 40] [--n 200]
 

@@ -1,9 +1,9 @@
-"""Issue 16's test-and-fix track with the warm start's own failures relabelled by the oracle (session 16).
+"""The test-and-fix track with the warm start's own failures relabelled by the oracle.
 
     python docs/results/test_and_fix_dagger-2026-12-05/run.py OUT [--samples 2] [--steps 10] [--relabel all_states]
         [--epochs 2] [--lr 1e-4] [--base]
 
-Session 7 found that the track's warm start (32 oracle demonstrations, half of them a planted bug, its failing run
+The earlier run (docs/results/test_and_fix-2026-12-03/) found that the track's warm start (32 oracle demonstrations, half of them a planted bug, its failing run
 and the fix) teaches the loop but not the fix: recovery after a failing first attempt stays 0.01. The lever named
 there is fix demonstrations built from the model's own failed attempts. Stages (each resumes):
 

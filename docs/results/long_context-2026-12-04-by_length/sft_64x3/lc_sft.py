@@ -1,12 +1,16 @@
 """Long-context track, stronger warm start only: SFT with more demonstrations/epochs, then the held-out eval."""
-import json, sys, time
+import json
+import sys
+import time
 from pathlib import Path
-from sandgym.experiments.demo import TRACKS, eval_config, evaluate
+
 from sandgym.evaluate.aggregate import aggregate
+from sandgym.experiments.demo import TRACKS, eval_config, evaluate
 from sandgym.train.config import load_config
 from sandgym.train.sft import run_sft
 
-out = Path(sys.argv[1]); episodes, epochs = int(sys.argv[2]), int(sys.argv[3])
+out = Path(sys.argv[1])
+episodes, epochs = int(sys.argv[2]), int(sys.argv[3])
 config = load_config(str(TRACKS["long_context"]), [f"sft.episodes={episodes}", f"sft.epochs={epochs}",
                                                     f'out_dir="{out / "train"}"'])
 t = time.perf_counter()
