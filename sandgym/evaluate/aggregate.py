@@ -118,7 +118,7 @@ def length_groups(rows: Sequence[EpisodeRow]) -> dict[str, list[EpisodeRow]]:
 
 def length_groups_pooled(rows: Sequence[EpisodeRow]) -> dict[str, list[EpisodeRow]]:
     """The rows at a length and every longer one, ``"4K+"``, for each length strictly between the shortest and the
-    longest: the pooled groups a goal "at >= 4K tokens" is tested on (more tasks, a tighter interval)."""
+    longest: the pooled groups a claim "at >= 4K tokens" is tested on (more tasks, a tighter interval)."""
     groups = length_groups(rows)
     names = list(groups)
     return {f"{b}+": [r for later in names[i:] for r in groups[later]] for i, b in enumerate(names)

@@ -247,7 +247,7 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
         *((Section("By document length", (lengths, Text(
             "Completion on the held-out long-context tasks per document length (trained and unseen families "
             "together), 95% intervals over tasks; RL over SFT paired over the same tasks and seeds. A column such "
-            "as 4K+ pools that length and every longer one (the tasks a goal at >= 4K tokens is tested on).")))
+            "as 4K+ pools that length and every longer one (the tasks a claim about >= 4K tokens is tested on).")))
            ,) if lengths is not None else ()),
         *((Section("Behaviour", (behaviours, Text(
             ("first attempt pass: the first visible-test run passed; recovery: of the episodes whose first run "
@@ -278,19 +278,56 @@ def track_size(track: str, *, full: bool) -> Size:
     return size if full else QUICK.get(track, size)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sandgym.demo", description=__doc__)
-    ap.add_argument("--track", choices=[*sorted(TRACKS), "all"], default=DEFAULT_TRACK,
-                    help=f"which track's config to run (default: {DEFAULT_TRACK})")
+TRACK_HELP: dict[str, str] = {
+    "test_and_fix_by_example": "multi-turn test-and-fix; the constants show only in failing tests (~25 min)",
+    "long_context": "<tool_call> grep/read_file over 1K-8K-token documents, then submit (~24 min)",
+    "single_turn": "one code block, submitted at once (examples/quickstart.toml; ~11 min)",
+    "test_and_fix": "multi-turn test-and-fix on strings/lists/numbers (~45 min)",
+    "json_tools": "<tool_call> JSON actions only, the full tool schema in the prompt (~3 hours)",
+    "all": "every track above, each in OUT/<track>, then one report of them all",
+}
+"""One line per ``--track`` for ``sandgym demo --help`` (times: the default size, the idle 2-core CPU)."""
+
+DESCRIPTION = ("The whole loop for one track: SFT warm start, RL, then base / SFT / SFT + RL on the same held-out\n"
+               "tasks, with a report (OUT/REPORT.md, OUT/REPORT.html). A rerun with the same --out resumes.")
+
+
+def track_lines() -> str:
+    """The ``--track`` choices, one line each, the default marked (``sandgym demo --help``)."""
+    width = max(map(len, TRACK_HELP))
+    order = [DEFAULT_TRACK, *(t for t in TRACK_HELP if t != DEFAULT_TRACK)]
+    return "tracks (--track; times of a default-size run on an idle 2-core CPU):\n" + "\n".join(
+        f"  {name:<{width}}  {'(default) ' if name == DEFAULT_TRACK else ''}{TRACK_HELP[name]}" for name in order)
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The demo's arguments (``sandgym demo`` and ``python -m sandgym.demo``)."""
+    ap.add_argument("--track", choices=list(TRACK_HELP), default=DEFAULT_TRACK, metavar="TRACK",
+                    help=f"which track to run (default: {DEFAULT_TRACK}; the tracks are listed below)")
     ap.add_argument("--full", action="store_true",
                     help="run the track's config and evaluation at full size, not its quick (demo) size")
     ap.add_argument("--config", default=None, help="a training config instead of the track's")
-    ap.add_argument("--out", default="runs/demo")
+    ap.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
     ap.add_argument("--n-tasks", type=int, default=None, help="held-out tasks per suite (default: the track's)")
     ap.add_argument("--samples", type=int, default=None, help="samples per task (default: the track's)")
-    ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--set", dest="overrides", action="append", default=[])
-    args = ap.parse_args(argv)
+    ap.add_argument("--seeds", type=int, default=1, help="sampling seeds 0..S-1 of the evaluation (default: 1)")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a training-config key, e.g. --set optim.steps=2 (repeatable)")
+
+
+def build_parser(prog: str = "python -m sandgym.demo") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=track_lines(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(ap)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """The demo for the parsed arguments of :func:`add_arguments`."""
     if args.track == "all":
         if args.config:
             raise ConfigError("--track all runs each track's own config; drop --config (or pick one --track)")
@@ -307,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         return max(codes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    print(f"sandgym demo: track {args.track if not args.config else args.config}, writing to {out} (training in "
+          f"{out / 'train'}, evaluation in {out / 'eval'}, report {out / 'REPORT.md'})", file=sys.stderr)
     timings: dict[str, float] = {}
 
     size = track_size(args.track, full=args.full or bool(args.config))

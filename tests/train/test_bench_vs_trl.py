@@ -48,7 +48,7 @@ def test_sandgym_step_runs_and_changes_the_adapter(tiny_model_dir, monkeypatch) 
 
 
 def test_sandgym_train_side_runs_the_training_loop(tiny_model_dir) -> None:
-    """The goal's comparison: the step `sandgym train` runs (engine, env, trajectories, learner, logging)."""
+    """The side compared with TRL: the step `sandgym train` runs (engine, env, trajectories, learner, logging)."""
     bench = _load_bench()
     cfg = bench.BenchConfig(model=str(tiny_model_dir), group_size=4, max_new_tokens=8, warmup=0, steps=2, threads=1)
     out = bench.run_sandgym_train(cfg)
