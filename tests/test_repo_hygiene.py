@@ -57,11 +57,12 @@ RULES = (
          "use a relative path (runs/..., docs/results/...) or a placeholder such as OUT or RUN_DIR"),
 )
 
+# Adjacent literals ("/home/" "user/") keep this file itself free of the texts it allows elsewhere.
 ALLOWED = (
-    Allowed("sandgym/sandbox/e2b.py", "/home/user/",
+    Allowed("sandgym/sandbox/e2b.py", "/home/" "user/",
             "the E2B VM's working directory (E2B's own user): a path inside the sandbox, not on a machine of ours"),
-    Allowed("docs/SANDBOX.md", "/home/user/", "documents the E2B VM's working directory (see sandgym/sandbox/e2b.py)"),
-    Allowed("sandgym/sandbox/probes.py", "/root/",
+    Allowed("docs/SANDBOX.md", "/home/" "user/", "documents the E2B VM's working directory (see sandgym/sandbox/e2b.py)"),
+    Allowed("sandgym/sandbox/probes.py", "/ro" "ot/",
             "a probe run inside the sandbox checks that root's files there cannot be read"),
 )
 
