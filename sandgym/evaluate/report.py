@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from sandgym.evaluate.aggregate import with_pooled
+from sandgym.evaluate.report_browser import PolicyEpisodes, episodes_at_hand, episodes_section
 from sandgym.evaluate.report_writer import (
     PALETTE,
     Block,
@@ -27,7 +29,7 @@ from sandgym.evaluate.report_writer import (
 )
 
 SECTIONS = ("Headline", "By domain", "By family", "By document length", "Stability", "Transfer", "Failure modes",
-            "Traps", "Behaviour", "Cost", "Versions")
+            "Traps", "Behaviour", "Cost", "Episodes", "Versions")
 
 
 def length_blocks(m: dict[str, Any], with_plots: bool) -> tuple[Block, ...]:
@@ -94,8 +96,9 @@ def headline_sentence(m: dict[str, Any]) -> str:
     return text + "."
 
 
-def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
-    """The evaluation report of the metrics ``m`` (as written to ``metrics.json``)."""
+def build_report(m: dict[str, Any], *, with_plots: bool = True, episodes: Sequence[PolicyEpisodes] = ()) -> Report:
+    """The evaluation report of the metrics ``m`` (as written to ``metrics.json``), with a browser of ``episodes``
+    (each policy's, the candidate first)."""
     pol = m.get("policy", {})
     b = m.get("baseline")
     figs = plots(m) if with_plots else {}
@@ -165,6 +168,7 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True) -> Report:
             f"{c['turns_mean']:.2f} turns/episode, {c['sandbox_s_total']:.1f} s in the sandbox, "
             f"{m.get('wall_s', 0):.0f} s wall; truncated {c['truncated_frac']:.3f}; infra failures "
             f"{m.get('infra_failures', 0)}."),)),
+        episodes_section(episodes),
         Section("Versions", (Code((*[f"{k}: {v}" for k, v in (m.get("versions") or {}).items()],
                                    f"policy: {m.get('policy')}", f"baseline: {m.get('baseline_policy')}")),)),
     )
@@ -226,6 +230,7 @@ def plots(m: dict[str, Any]) -> dict[str, Figure]:
     return out
 
 
-def write_reports(out: Path, m: dict[str, Any]) -> None:
-    """``report.md`` and ``report.html`` of the metrics ``m`` into ``out``."""
-    build_report(m).write(out)
+def write_reports(out: Path, m: dict[str, Any], episodes: Sequence[PolicyEpisodes] | None = None) -> None:
+    """``report.md`` and ``report.html`` of the metrics ``m`` into ``out``; the browser shows ``episodes``, by
+    default those ``out`` holds (``episodes.jsonl``, and ``baseline/episodes.jsonl`` when there is a baseline)."""
+    build_report(m, episodes=episodes_at_hand(out, m) if episodes is None else episodes).write(out)

@@ -79,7 +79,18 @@ class Figure:
     png: str
 
 
-Block = Text | Bullets | Code | Table | Figure
+@dataclass(frozen=True)
+class Embed:
+    """Ready HTML placed as is in ``report.html`` (its ``css`` joins the page's style sheet once); ``markdown`` is
+    what ``report.md`` says in its place. Whoever builds ``html`` escapes what it holds (see
+    :mod:`sandgym.evaluate.report_browser`)."""
+
+    html: str
+    css: str = ""
+    markdown: tuple[str, ...] = ()
+
+
+Block = Text | Bullets | Code | Table | Figure | Embed
 
 
 @dataclass(frozen=True)
@@ -112,9 +123,10 @@ class Report:
             inner = "".join(_html_block(b) for b in s.blocks)
             cls = " class='headline'" if i == 0 else ""
             body.append(f"<section{cls}><h{s.level}>{_inline(s.title)}</h{s.level}>{inner}</section>")
+        css = CSS + "".join(dict.fromkeys(b.css for s in self.sections for b in s.blocks if isinstance(b, Embed)))
         return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
                 f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-                f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head>"
+                f"<title>{html.escape(self.title)}</title><style>{css}</style></head>"
                 f"<body><main>{''.join(body)}</main></body></html>")
 
     def write(self, out: str | Path, stem: str = "report") -> tuple[Path, Path]:
@@ -182,6 +194,8 @@ def _md_block(b: Block) -> list[str]:
         return [*(f"- {i}" for i in b.items), ""]
     if isinstance(b, Code):
         return ["```", *b.lines, "```", ""]
+    if isinstance(b, Embed):
+        return [*b.markdown, ""] if b.markdown else []
     if isinstance(b, Table):
         return ["| " + " | ".join(map(_md_cell, b.header)) + " |", "|" + "---|" * len(b.header),
                 *("| " + " | ".join(map(_md_cell, r)) + " |" for r in b.rows), ""]
@@ -201,6 +215,8 @@ def _html_block(b: Block) -> str:
                                         else f"<td>{html.escape(c)}</td>" for j, c in enumerate(r)) + "</tr>"
                        for r in b.rows)
         return f"<div class='table-wrap'><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+    if isinstance(b, Embed):
+        return b.html
     alt = html.escape(b.title, quote=True)
     return f"<figure><img alt='{alt}' src='data:image/png;base64,{b.png}'/></figure>"
 
@@ -299,5 +315,5 @@ def bar_figure(title: str, categories: Sequence[str], series: Sequence[Series], 
     return Figure(title, figure_png(fig))
 
 
-__all__ = ["PALETTE", "Bullets", "Code", "Figure", "Report", "Section", "Table", "Text", "bar_figure", "bars",
+__all__ = ["PALETTE", "Bullets", "Code", "Embed", "Figure", "Report", "Section", "Table", "Text", "bar_figure", "bars",
            "figure_png", "format_interval", "format_number", "format_p", "legend", "pyplot", "series_legend"]

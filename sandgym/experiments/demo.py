@@ -26,6 +26,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,17 +36,21 @@ from sandgym.configs import to_dict, to_toml
 from sandgym.errors import ConfigError, SandgymError
 from sandgym.evaluate.aggregate import aggregate, with_pooled
 from sandgym.evaluate.config import EvalConfig
-from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.evaluate.episodes import EpisodeRow, read_rows
 from sandgym.evaluate.metrics import format_interval, format_p
 from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.report import write_reports
+from sandgym.evaluate.report_browser import PolicyEpisodes, episodes_section
+from sandgym.evaluate.report_training import training_section
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
 from sandgym.evaluate.run import evaluate_policy, load_tasks
 from sandgym.experiments.demo_all import POLICIES, TEST_BEHAVIOURS, can_run_tests, tracks_report
+from sandgym.experiments.periodic_eval import load_curve
 from sandgym.experiments.periodic_eval import train_with_eval as train
 from sandgym.tasks.registry import parse_suite_spec
 from sandgym.train.checkpoint import latest_checkpoint
 from sandgym.train.config import TrainConfig, load_config
+from sandgym.train.metrics import load_metrics
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICKSTART = EXAMPLES / "quickstart.toml"
@@ -121,6 +126,7 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
            specs: dict[str, str]) -> tuple[str, dict[str, Any]]:
     """Per-policy reports (each against the right baseline) and the attribution table."""
     pairs = {"base": None, "sft": "base", "sft_rl": "base"}
+    labels = dict(POLICIES)
     metrics = {}
     for name, base in pairs.items():
         m = aggregate(rows[name], samples=cfg.samples, baseline=rows[base] if base else None,
@@ -128,13 +134,13 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
         m.update(schema="sandgym.eval/v1", policy={"spec": specs[name]},
                  baseline_policy={"spec": specs[base]} if base else None, config=to_dict(cfg))
         (out / name / "metrics.json").write_text(json.dumps(m, indent=2, default=str), encoding="utf-8")
-        write_reports(out / name, m)
+        write_reports(out / name, m, [PolicyEpisodes(labels[n], tuple(rows[n])) for n in (name, base) if n])
         metrics[name] = m
     rl_vs_sft = aggregate(rows["sft_rl"], samples=cfg.samples, baseline=rows["sft"],
                           trained_families=cfg.trained_families)["baseline"]
     metrics["rl_vs_sft"] = rl_vs_sft
 
-    attribution = demo_report(cfg, metrics, timings)
+    attribution = demo_report(cfg, metrics, timings, episodes=rows)
     attribution.write(out, stem="REPORT")
     (out / "summary.json").write_text(json.dumps({"timings": timings, "metrics": metrics}, indent=2, default=str),
                                       encoding="utf-8")
@@ -229,10 +235,16 @@ def length_table(metrics: dict[str, Any]) -> Table | None:
     return Table(("policy", *lengths), tuple(rows))
 
 
-def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, float], *, under: str = "") -> Report:
-    """The attribution report (the verdict first); ``under`` is the path from the report to the per-policy
-    report directories."""
+def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, float], *, under: str = "",
+                episodes: Mapping[str, Sequence[EpisodeRow]] | None = None) -> Report:
+    """The attribution report (the verdict first), the training curve of ``train/`` beside the evaluation directory
+    ``cfg.out``, and a browser of every policy's ``episodes`` (by default, those in ``cfg.out/<policy>``); ``under``
+    is the path from the report to the per-policy report directories."""
     table, verdict = attribution_table(cfg, metrics)
+    run_dir = Path(cfg.out).parent / "train"
+    if episodes is None:
+        episodes = {name: read_rows(Path(cfg.out) / name / "episodes.jsonl") for name, _ in POLICIES}
+    browser = episodes_section([PolicyEpisodes(label, tuple(episodes.get(name, ()))) for name, label in POLICIES])
     behaviours, lengths = behaviour_table(cfg, metrics), length_table(metrics)
     fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
                      [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])
@@ -257,6 +269,8 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
             "action (a schema-valid tool call, or an accepted code block); turns: per episode; intervals over "
             "tasks, gains paired.")))
            ,) if behaviours is not None else ()),
+        training_section(load_metrics(run_dir), load_curve(run_dir), source="train/metrics.jsonl"),
+        browser,
         Section("Stage timings", (Text(", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) or "none recorded"),)),
         Section("Per-policy reports", (Bullets(tuple(
             f"{label}: [{under}{name}/report.html]({under}{name}/report.html)" for name, label in POLICIES)),)),
