@@ -76,12 +76,6 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     ckpt, state = resume_checkpoint(run_dir) if resume else (None, None)
-    init_adapter = str(ckpt) if ckpt else initial_adapter(config, run_dir)
-    policy = components.build_policy(config, adapter=init_adapter, trainable=True)
-    optimizer = torch.optim.AdamW(
-        [p for p in policy.model.parameters() if p.requires_grad], lr=config.optim.lr,
-        weight_decay=config.optim.weight_decay,
-    )
     mixer = DomainMixer(
         tasks=components.domain_tasks(config),
         weights={components.domain_name(d): d.weight for d in config.domains.mix},
@@ -90,10 +84,22 @@ def setup(config: TrainConfig, resume: bool) -> tuple[Path, Path | None, str | N
         seed=config.seed,
     )
     rollouts = components.DomainRollouts(config)
-    for name, tasks in mixer.tasks.items():  # each domain's prompts against its own rollout's budget
-        key = rollouts.key_of(name)
-        spec = rollouts.specs[key]
-        check_context(policy, spec.env_factory(), tasks, spec.rollout_config(config.seed), where=rollouts.where(key))
+
+    def check_prompts(policy: Any) -> None:  # each domain's prompts against its own rollout's budget
+        for name, tasks in mixer.tasks.items():
+            key = rollouts.key_of(name)
+            spec = rollouts.specs[key]
+            check_context(policy, spec.env_factory(), tasks, spec.rollout_config(config.seed),
+                          where=rollouts.where(key))
+
+    # a warm start checks the prompts before it trains, so a budget too small costs no SFT time
+    init_adapter = str(ckpt) if ckpt else initial_adapter(config, run_dir, check=check_prompts)
+    policy = components.build_policy(config, adapter=init_adapter, trainable=True)
+    optimizer = torch.optim.AdamW(
+        [p for p in policy.model.parameters() if p.requires_grad], lr=config.optim.lr,
+        weight_decay=config.optim.weight_decay,
+    )
+    check_prompts(policy)
     start = 0
     if ckpt is not None and state is not None:
         optimizer.load_state_dict(state.optimizer)

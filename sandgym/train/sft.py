@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,15 +43,23 @@ class SFTResult:
     """Feedback source: records that teach nothing (rejected, no correction, weight <= 0), by outcome."""
 
 
-def initial_adapter(config: TrainConfig, run_dir: Path) -> str | None:
-    """The adapter RL starts from: ``model.adapter``, or a fresh SFT warm start when ``init = "sft"``."""
+def initial_adapter(config: TrainConfig, run_dir: Path, *, check: Callable[[Any], None] | None = None) -> str | None:
+    """The adapter RL starts from: ``model.adapter``, or a fresh SFT warm start when ``init = "sft"``. ``check``
+    is called with the policy before the warm start trains (the RL run's prompt-length check), so bad input fails
+    before any training time is spent."""
     if config.model.adapter:
         return config.model.adapter
     if config.init == "sft":
         out = run_dir / "sft"
         if (out / "adapter" / "adapter_config.json").is_file():  # a resumed run reuses its warm start
             return str(out / "adapter")
-        return str(run_sft(config, out).adapter_dir)
+        policy = None
+        if check is not None:
+            source_kind(config.sft.source)  # a bad source fails before the model loads
+            torch.manual_seed(config.seed)  # the adapter's LoRA init, as run_sft seeds it
+            policy = components.build_policy(config, adapter=config.model.adapter, trainable=True)
+            check(policy)
+        return str(run_sft(config, out, policy=policy).adapter_dir)
     return None
 
 

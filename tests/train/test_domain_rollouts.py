@@ -1,6 +1,7 @@
 """Per-domain rollouts (``[domains.mix.rollout]``): each domain's tasks in their own budgets, tools and env kwargs,
 in training rollouts, the context check, the oracle warm start and the periodic evaluation."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -221,3 +222,16 @@ def test_the_context_check_holds_each_domain_to_its_own_budget(tmp_path, tiny_mo
     b_ids = {t.id for t in components.domain_tasks(cfg)["b"]}
     a_ids = {t.id for t in components.domain_tasks(cfg)["a"]}
     assert any(i in msg for i in b_ids) and not any(i in msg for i in a_ids), msg
+
+
+def test_a_prompt_over_budget_fails_before_the_warm_start_trains(tmp_path, tiny_model_dir):
+    """Bad input loses nothing: with init = "sft" the prompt-length check runs before SFT, so no adapter is
+    trained (or written) for a run that could never start."""
+    from sandgym.train.loop import run
+
+    cfg = _config(tmp_path, "[domains.mix.rollout]\nmax_total_tokens = 1024", model=str(tiny_model_dir),
+                  rollout='code_action = "submit"\nmax_total_tokens = 4096')
+    cfg = dataclasses.replace(cfg, init="sft")
+    with pytest.raises(ConfigError, match="raise domains.mix"):
+        run(cfg)
+    assert not (tmp_path / "run" / "sft" / "adapter").exists()
