@@ -105,7 +105,7 @@ def read_rows(path: Path) -> list[EpisodeRow]:
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").split("\n"):  # not splitlines(): a model's text may hold U+2028
         try:
             rows.append(EpisodeRow.from_json(json.loads(line)))
         except (json.JSONDecodeError, TypeError):
