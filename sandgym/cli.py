@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "sandgym.tasks.cli",
     "sandgym.experiments.cli",  # train + sft (sandgym.train.cli, with the periodic evaluation hook), sweep
     "sandgym.evaluate.cli",
+    "sandgym.experiments.transfer",  # transfer (a demo run's policies on a public benchmark)
     "sandgym.sandbox.cli",
     "sandgym.private.cli",
     "sandgym.interop.cli",  # serve (OpenEnv); registers the harbor format of `tasks import`

@@ -1,11 +1,14 @@
-"""``python -m sandgym.experiments.transfer``: a demo run's policies on an imported public benchmark."""
+"""``sandgym transfer`` (and ``python -m sandgym.experiments.transfer``): a demo run's policies on an imported
+public benchmark."""
 
 import json
 
 import pytest
 
+from sandgym.cli import build_parser
 from sandgym.configs import to_toml
 from sandgym.errors import ConfigError
+from sandgym.experiments import transfer
 from sandgym.experiments.transfer import benchmark_tasks, humaneval_records, main, transfer_table
 from sandgym.train.config import load_config
 from tests.test_demo import _tf_rows
@@ -43,7 +46,9 @@ def test_main_scores_a_demo_runs_policy_and_writes_the_report(tmp_path, tiny_mod
     assert summary["tasks"] == 2 and summary["policies"]["base"]["completion"]["value"] == 0.0
     assert "| base | 0.000" in (here / "TRANSFER.md").read_text()
     assert len((here / "base" / "episodes.jsonl").read_text().splitlines()) == 2
-    assert "transfer:" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "transfer:" in printed.out
+    assert f"sandgym transfer: 2 humaneval tasks x 1 policies (base), writing to {here}" in printed.err
     with pytest.raises(ConfigError, match="unknown"):
         main([str(tmp_path), "--policies", "base,nope"])
     with pytest.raises(ConfigError, match="demo_config.toml is missing"):
@@ -90,3 +95,11 @@ def test_rl_is_paired_with_sft_once_whatever_the_order():
     rows = {"sft_rl": _tf_rows(0.5, samples=1), "sft": _tf_rows(0.25, samples=1), "base": _tf_rows(0.0, samples=1)}
     _, summary = transfer_table(rows)
     assert set(summary["pairs"]) == {"sft_vs_sft_rl", "base_vs_sft_rl"}
+
+
+def test_sandgym_transfer_is_the_same_command_as_python_m():
+    args = build_parser().parse_args(["transfer", "runs/demo", "--n-tasks", "4", "--policy", "base=smollm2-135m"])
+    assert args.func is transfer.run and args.out == "runs/demo" and args.n_tasks == 4
+    assert args.policy == ["base=smollm2-135m"] and args.max_new_tokens == 384
+    same = transfer.build_parser().parse_args(["runs/demo", "--n-tasks", "4", "--policy", "base=smollm2-135m"])
+    assert {k: v for k, v in vars(args).items() if k not in ("func", "command")} == vars(same)

@@ -10,6 +10,7 @@ derived from the config's fields (``--samples`` sets ``samples``, ``--max-new-to
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, get_args, get_origin
 
@@ -178,6 +179,8 @@ def _eval(args: argparse.Namespace) -> int:
     if config.baseline:
         check_policy(config.baseline)
 
+    print(f"sandgym eval: {config.policy}{' vs ' + config.baseline if config.baseline else ''}, writing to "
+          f"{config.out} (episodes.jsonl, report.md, metrics.json)", file=sys.stderr, flush=True)
     load_tasks(config, report=lambda line: print(line, flush=True))  # how many tasks of how many, before the run
     result = (distributed.run if config.ray_workers > 0 else local.run)(config)
     print("| metric | candidate | baseline | gain |")

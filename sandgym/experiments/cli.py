@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from sandgym.experiments import sweep_cli
-from sandgym.experiments.demo import main
+from sandgym.experiments.demo import DESCRIPTION, add_arguments, run, track_lines
 from sandgym.experiments.periodic_eval import training_hooks
 from sandgym.train import cli as train_cli
 
@@ -15,11 +15,8 @@ from sandgym.train import cli as train_cli
 def add_commands(sub: Any) -> None:
     train_cli.add_commands(sub, on_eval=training_hooks)
     sweep_cli.add_commands(sub)
-    demo = sub.add_parser("demo", add_help=False, prefix_chars="+", help="the demo: SFT, RL and base/SFT/SFT+RL evaluation of one "
-                          "track (--track long_context|single_turn|test_and_fix|json_tools|all; `sandgym demo --help`)")
-    demo.add_argument("demo_args", nargs=argparse.REMAINDER)
-    demo.set_defaults(func=_demo)
-
-
-def _demo(args: argparse.Namespace) -> int:
-    return main(list(args.demo_args))
+    demo = sub.add_parser("demo", help="the demo: SFT, RL and base / SFT / SFT + RL evaluation of one track "
+                          "(`sandgym demo --help` lists the tracks)", description=DESCRIPTION, epilog=track_lines(),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(demo)
+    demo.set_defaults(func=run)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from sandgym.experiments import feedback_loop, flywheel
@@ -55,6 +56,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         logs=args.logs, train=load_config(args.config, args.overrides), out=args.out,
         mapping=RewardMapping.parse(args.mapping, args.edit_distance_scale), skip_bad=args.skip_bad,
         eval_suites=tuple(args.eval_suite), evaluate=not args.no_eval, baseline=not args.no_baseline)
+    print(f"sandgym feedback train: writing to {args.out} (imported.jsonl, sft/adapter, eval/)", file=sys.stderr,
+          flush=True)
     result = feedback_loop.run(config)
     print(f"adapter: {result.adapter}" + (f"\nevaluation: {result.eval_dir}" if result.eval_dir else ""))
     return 0
@@ -64,6 +67,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     config = flywheel.FlywheelConfig(train=load_config(args.config, args.overrides), out=args.out,
                                      rounds=args.rounds, prompts=args.prompts,
                                      mapping=RewardMapping.parse(args.mapping, args.edit_distance_scale))
+    print(f"sandgym feedback simulate: {args.rounds} round(s), writing to {args.out} (rounds.json, ROUNDS.md, "
+          "round-N/)", file=sys.stderr, flush=True)
     flywheel.run(config)
     print(f"rounds: {args.out}/rounds.json, table: {args.out}/ROUNDS.md")
     return 0

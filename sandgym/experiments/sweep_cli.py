@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from sandgym.experiments.sweep import run_sweep
@@ -27,6 +28,8 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.report_only:
         write_sweep_report(args.out)
     else:
+        print(f"sandgym sweep: writing to {args.out} (one run directory per variant and seed, report.md, "
+              "report.html)", file=sys.stderr, flush=True)
         state = run_sweep(args.config, seeds=args.seeds, vary=args.vary, out=args.out, overrides=args.overrides)
         runs = state["runs"]
         counts = {s: sum(r["status"] == s for r in runs) for s in ("done", "skipped", "failed")}

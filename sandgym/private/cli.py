@@ -85,6 +85,8 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
         max_file_bytes=args.max_file_kb * 1000, exclude_tests=tuple(args.exclude_tests), scrub=not args.no_scrub,
         scrub_patterns=parse_patterns(args.scrub_pattern), timeout_s=args.timeout, backend=args.backend,
         requirements=tuple(args.requirement))
+    print(f"sandgym tasks from-repo: {args.path}, writing to {args.out} ({TASKS_NAME}, {REPORT_NAME})",
+          file=sys.stderr, flush=True)
     result = run(config)
     report = result.report()
     print(f"made {report['made']} task(s) {report['made_by_kind']} splits {report['made_by_split']}")

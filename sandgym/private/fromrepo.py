@@ -260,6 +260,7 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
     make = sandbox_factory or _default_factory(config.backend, tuple(config.requirements))
     runner = _Runner(make, files, config.timeout_s, support, snap.data, snap.support_data)
     try:
+        log.info("from-repo: baseline run of %d test file(s) in the sandbox", len(tests))
         base = runner.run(tests, expected=1)
         if not base.report_found:
             tail = (base.exec.stderr[-800:] if base.exec else "")
@@ -337,10 +338,11 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
                 if any(t.id == outcome.id for t in made):  # e.g. a property and its setter share a name
                     outcome = dataclasses.replace(outcome, id=f"{outcome.id}-L{target.lineno}")
                 made.append(outcome)
-                log.debug("made %s", outcome.id)
+                log.info("from-repo: made %s (%d made, %d discarded)", outcome.id, len(made), len(discards))
             elif outcome is not None:
                 discards.append(Discard(cand, outcome.reason, outcome.detail))
-                log.debug("discarded %s: %s %s", cand, outcome.reason, outcome.detail)
+                log.info("from-repo: discarded %s: %s (%d made, %d discarded)", cand, outcome.reason, len(made),
+                         len(discards))
     return made, discards, splits
 
 

@@ -102,6 +102,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = RunConfig(env=args.env, tasks=args.tasks, agent=args.agent, episodes=args.episodes,
                        n_tasks=args.n_tasks, workers=args.workers, out=args.out or default_out(args.env, args.agent), seed=args.seed,
                        env_kwargs=env_kwargs, progress=not args.no_progress, reuse_sandbox=not args.fresh_sandbox)
+    print(f"sandgym run: {config.agent} on {config.env}, writing to {config.out}", file=sys.stderr, flush=True)
     summary = run(config)
     if summary.tasks_line:
         print(summary.tasks_line, flush=True)
@@ -172,6 +173,8 @@ def _cmd_rewards_audit(args: argparse.Namespace) -> int:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "suite"
     out = args.out or f"runs/audit/{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
 
+    print(f"sandgym rewards audit: {args.suite}, writing to {out} (audit.md, audit.json)", file=sys.stderr,
+          flush=True)
     result = audit(args.suite, env_id=args.env, per_family=args.per_family, seed=args.seed,
                    reuse=not args.no_reuse, attacks=names, workers=args.workers,
                    margin=DEFAULT_MARGIN if args.margin is None else args.margin,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,10 @@ def _train(args: argparse.Namespace, *, on_eval: Any = None) -> int:
     if args.print_config:
         print(to_toml(config), end="")
         return 0
+    out = Path(config.out_dir)
+    print(f"sandgym train: writing to {out} (checkpoints in {out / 'checkpoints'}, metrics in "
+          f"{out / 'metrics.jsonl'}{', TensorBoard in ' + str(out / 'tb') if config.logging.tensorboard else ''})",
+          file=sys.stderr, flush=True)
     from sandgym.train.loop import run
 
     result = run(config, resume=bool(args.resume), on_eval=on_eval)
@@ -74,6 +79,8 @@ def _sft(args: argparse.Namespace) -> int:
 
     from sandgym.train.sft import run_sft
 
+    print(f"sandgym sft: writing to {Path(config.out_dir) / 'sft'} (the adapter in "
+          f"{Path(config.out_dir) / 'sft' / 'adapter'})", file=sys.stderr, flush=True)
     result = run_sft(config, Path(config.out_dir) / "sft")
     print(f"SFT on {result.demonstrations} demonstrations, loss per epoch: {[round(x, 4) for x in result.losses]}")
     if result.by_outcome:
