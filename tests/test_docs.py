@@ -1,33 +1,33 @@
 """Every documented command runs: the fenced blocks of README.md and docs/*.md, as their doc-test markers say.
 
-One test per block marked ``run`` or ``file`` (id ``docs/TASKS.md:120``), in document order; the blocks of one
-document share one fresh working directory that links the repository's examples/, tests/, bench/ and docs/. Shell
-blocks run with ``bash -euo pipefail`` (a ``console`` block runs its ``$ `` lines), python blocks with the venv's
-python, each with the venv's bin first on PATH, the Hugging Face hub offline and a timeout. A block after a failed
-one of the same document is skipped. One test per document fails on every shell/python block without a marker and
-on every malformed, unknown or stale marker. The marker convention is in tests/docblocks.py.
+One test per block marked ``run`` or ``file`` (id ``docs/TASKS.md:120``). The blocks of one document run in
+document order in one fresh working directory that links the repository's examples/, tests/, bench/ and docs/;
+documents run side by side on ``SANDGYM_DOC_TEST_WORKERS`` threads (default 2), started when the first block's
+test starts (tests/docrun.py). Shell blocks run with ``bash -euo pipefail`` (a ``console`` block runs its ``$ ``
+lines), python blocks with the venv's python, each with the venv's bin first on PATH, the Hugging Face hub offline
+and a timeout of TIMEOUT_S; a block after a failed one of the same document is skipped. One test per document
+fails on every shell/python block without a marker and on every malformed, unknown or stale marker. The marker
+convention is in tests/docblocks.py. The terminal summary says how many blocks run and the slowest ones.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.docblocks import FIX, SHELL, Block, Doc, MarkerError, documents, parse, parse_marker
+from tests.docblocks import FIX, Block, Doc, MarkerError, documents, parse, parse_marker
+from tests.docrun import DocRunner
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 240
-LINKED = ("examples", "tests", "bench", "docs")
+WORKERS = int(os.environ.get("SANDGYM_DOC_TEST_WORKERS", "2"))
 DOCS = [parse(p.read_text(encoding="utf-8"), str(p.relative_to(REPO))) for p in documents(REPO)]
 BLOCKS = [b for d in DOCS for b in d.blocks if b.marker and b.marker.kind in ("run", "file")]
+SECONDS: dict[str, float] = {}
+"""Each block's own run time (a test's duration also counts its wait for the blocks before it)."""
 
 
 def counts_line(docs: list[Doc]) -> str:
@@ -36,24 +36,25 @@ def counts_line(docs: list[Doc]) -> str:
             f"{kinds.count('file')} written to files, {len(docs)} files")
 
 
-class _Counts:
-    """Adds the count line to pytest's terminal summary."""
-
-    def __init__(self, docs: list[Doc]) -> None:
-        self.docs = docs
+class _Summary:
+    """Adds the count line (per document with -v) and the slowest blocks to pytest's terminal summary."""
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        terminalreporter.write_line(counts_line(self.docs))
+        terminalreporter.write_line(counts_line(DOCS))
         if terminalreporter.config.getoption("verbose") > 0:
-            for d in self.docs:
+            for d in DOCS:
                 terminalreporter.write_line(f"  {d.path}: {counts_line([d]).split(': ', 1)[1].rsplit(',', 1)[0]}")
+        if SECONDS:
+            slowest = sorted(SECONDS.items(), key=lambda kv: -kv[1])[:8]
+            terminalreporter.write_line(f"doc blocks ran for {sum(SECONDS.values()):.0f} s in all; slowest: "
+                                        + ", ".join(f"{k} {v:.1f} s" for k, v in slowest))
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _count_line(request: pytest.FixtureRequest) -> None:
+def _summary(request: pytest.FixtureRequest) -> None:
     manager = request.config.pluginmanager
-    if not manager.has_plugin("sandgym-doc-counts"):
-        manager.register(_Counts(DOCS), "sandgym-doc-counts")
+    if not manager.has_plugin("sandgym-doc-summary"):
+        manager.register(_Summary(), "sandgym-doc-summary")
 
 
 @pytest.fixture(scope="session")
@@ -63,93 +64,30 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model_dir(tmp_path_factory.mktemp("doc-tiny-model") / "model")
 
 
-class Workdirs:
-    """One working directory per document (made on first use), and the first block of each that failed."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.dirs: dict[str, Path] = {}
-        self.failed: dict[str, str] = {}
-
-    def get(self, doc: str) -> Path:
-        if doc not in self.dirs:
-            d = self.root / doc.replace("/", "__").removesuffix(".md")
-            d.mkdir(parents=True)
-            for name in LINKED:
-                (d / name).symlink_to(REPO / name, target_is_directory=True)
-            self.dirs[doc] = d
-        return self.dirs[doc]
-
-
 @pytest.fixture(scope="module")
-def workdirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workdirs]:
-    yield Workdirs(tmp_path_factory.mktemp("doc-workdirs"))
-
-
-def block_env() -> dict[str, str]:
-    bin_dir = str(Path(sys.executable).parent)
-    return dict(os.environ, PATH=os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
-                VIRTUAL_ENV=str(Path(bin_dir).parent), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                PYTHONUNBUFFERED="1")
-
-
-def argv(block: Block, text: str) -> list[str]:
-    if block.lang in SHELL:
-        if block.lang == "console":
-            prompts = [line[2:] for line in text.splitlines() if line.startswith("$ ")]
-            text = "\n".join(prompts) + "\n" if prompts else text
-        return ["bash", "-euo", "pipefail", "-c", text]
-    return [sys.executable, "-c", text]
-
-
-def run_block(block: Block, text: str, cwd: Path, log: Path) -> tuple[int | None, str, float]:
-    """Run in its own process group (stray background processes are killed after it): (status or None, output, s)."""
-    start = time.monotonic()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv(block, text), cwd=cwd, env=block_env(), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            status: int | None = proc.wait(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            status = None
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return status, log.read_text(errors="replace"), time.monotonic() - start
-
-
-def numbered(text: str) -> str:
-    return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(text.splitlines(), 1))
-
-
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_block(block: Block, workdirs: Workdirs, request: pytest.FixtureRequest) -> None:
-    if block.doc in workdirs.failed:
-        pytest.skip(f"an earlier block of {block.doc} failed ({workdirs.failed[block.doc]})")
-    cwd = workdirs.get(block.doc)
-    workdirs.failed[block.doc] = block.id  # cleared when this block passes
-    assert block.marker is not None
+def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocRunner]:
+    """Starts every selected block at once, by document, on WORKERS threads; the tests wait for their block."""
+    selected = {id(item.callspec.params["block"]) for item in request.session.items
+                if getattr(item, "function", None) is test_block and hasattr(item, "callspec")}
+    blocks = [b for b in BLOCKS if id(b) in selected]
     values = {"repo": str(REPO)}
-    if any("{tiny_model}" in new for _, new in block.marker.replaces):
+    if any("{tiny_model}" in new for b in blocks if b.marker for _, new in b.marker.replaces):
         values["tiny_model"] = str(request.getfixturevalue("tiny_model"))
-    try:
-        text = block.command(values)
-    except MarkerError as e:
-        pytest.fail(str(e), pytrace=False)
-    if block.marker.kind == "file":
-        target = cwd / block.marker.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    else:
-        log = cwd.parent / f"{cwd.name}-{block.line}.log"
-        status, output, seconds = run_block(block, text, cwd, log)
-        if status != 0:
-            why = f"timed out after {TIMEOUT_S} s" if status is None else f"exited {status}"
-            pytest.fail(f"{block.id} ({block.lang}) {why} after {seconds:.0f} s in {cwd}\n"
-                        f"--- what ran ---\n{numbered(text)}\n--- output (last 8000 characters) ---\n"
-                        f"{output[-8000:]}", pytrace=False)
-    del workdirs.failed[block.doc]
+    started = DocRunner(REPO, tmp_path_factory.mktemp("doc-workdirs"), blocks, values, workers=WORKERS,
+                        timeout_s=TIMEOUT_S)
+    yield started
+    started.stop()
+
+
+@pytest.mark.timeout(0)  # a block waits for the blocks before it; each one's own run is limited to TIMEOUT_S
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_block(block: Block, runner: DocRunner) -> None:
+    result = runner.result(block)
+    SECONDS[block.id] = result.seconds
+    if result.outcome == "skipped":
+        pytest.skip(result.message)
+    if result.outcome == "failed":
+        pytest.fail(result.message, pytrace=False)
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=[d.path for d in DOCS])
