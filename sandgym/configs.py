@@ -251,6 +251,11 @@ def to_toml(obj: Any) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
+def toml_value(v: Any) -> str:
+    """``v`` written as a TOML value (``true``, ``"text"``, ``[1, 2]``, ``{"a" = 1}``)."""
+    return _fmt(v)
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("interop", ("sandgym.interop",)),  # Harbor import, OpenEnv server, verifiers adapter (docs/INTEROP.md)
     ("train | evaluate", ("sandgym.train", "sandgym.evaluate", "sandgym.private.calibrate")),
     ("experiments", ("sandgym.experiments",)),
-    ("cli", ("sandgym.cli", "sandgym.__main__", "sandgym.demo", "sandgym.private.cli")),
+    ("cli", ("sandgym.cli", "sandgym.__main__", "sandgym.demo", "sandgym.private.cli", "sandgym.docgen")),
 )
 """Layers, bottom first; a module belongs to the longest prefix listed (``sandgym`` alone is the package root)."""
 

@@ -49,6 +49,7 @@ class EvalConfig:
     task_seed: int = 1
     """Seed that picks the tasks of a generated suite."""
     difficulty: int | None = None
+    """Difficulty of a generated suite's tasks, 1 (very easy) to 4; unset mixes the levels."""
     baseline: str | None = None
     """A second policy compared on the same tasks and seeds."""
     trained_families: tuple[str, ...] = ()
@@ -60,6 +61,7 @@ class EvalConfig:
     ray_address: str = ""
     """Ray cluster to join when ``ray_workers > 0`` (empty: start a local Ray instance)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form notes, kept with the config in ``config.json`` and ``metrics.json``."""
     rollout: RolloutSpec = field(default_factory=lambda: EVAL_ROLLOUT)
     """How episodes are rolled out (TOML table ``[rollout]``, the same keys as in a training config); the
     defaults are :data:`EVAL_ROLLOUT`."""

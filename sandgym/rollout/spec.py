@@ -40,6 +40,7 @@ class RolloutSpec:
     temperature: float = 1.0
     """Sampling temperature (> 0: pass@k and the policy gradient need sampling)."""
     top_p: float = 1.0
+    """Nucleus sampling: sample from the smallest set of tokens whose probability reaches top_p, in (0, 1]."""
     truncated_turn: Literal["end", "continue"] = "end"
     """A turn cut by max_new_tokens: "end" the episode (flagged truncated, scored 0 as unfinished) or
     "continue" (its text still goes to the environment)."""
@@ -58,7 +59,8 @@ class RolloutSpec:
     max_turns are cut and graded by the env), then ``env_kwargs``. Setting one of these that the env cannot
     take is a config error."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra keyword arguments of the environment (e.g. system_prompt)."""
+    """Extra keyword arguments of the environment: for sandgym's tool environment e.g. system_prompt,
+    require_submit, turn_rewards, turn_term (docs/ENVIRONMENTS.md lists them)."""
 
     def __post_init__(self) -> None:
         validate(self)

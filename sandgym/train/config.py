@@ -20,13 +20,19 @@ LOSS_AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_no
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """The policy: a base causal LM with a trainable LoRA adapter (section ``[model]``). Device and dtype are not
+    keys: CUDA in bfloat16 when a GPU is present, else the CPU in float32."""
+
     name: str = "smollm2-135m"
     """Embedded name, Hugging Face id (available offline) or local directory."""
     adapter: str | None = None
     """Start from this PEFT adapter directory (e.g. an SFT warm start) instead of a fresh LoRA."""
     lora_r: int = 16
+    """LoRA rank of a fresh adapter (ignored when ``adapter`` is given: the adapter keeps its own)."""
     lora_alpha: int = 32
+    """LoRA scaling numerator: the update is scaled by lora_alpha / lora_r."""
     lora_dropout: float = 0.0
+    """Dropout on the LoRA branch's input during training (0 to 1)."""
     target_modules: tuple[str, ...] = ()
     """Empty: sensible defaults for the architecture (all attention and MLP projections)."""
     inference: str = ""
@@ -45,6 +51,8 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class AlgorithmConfig:
+    """The RL objective (section ``[algorithm]``): a GRPO-family clipped policy gradient on group advantages."""
+
     name: Literal["grpo", "dr_grpo", "rloo"] = "grpo"
     """Advantage estimator: grpo (divide by group std), dr_grpo (no std division), rloo (leave-one-out)."""
     group_size: int = 4
@@ -52,34 +60,46 @@ class AlgorithmConfig:
     beta: float = 0.0
     """KL coefficient to the adapter-disabled reference; 0 skips the reference pass entirely."""
     clip_low: float = 0.2
+    """The probability ratio is clipped below at 1 - clip_low."""
     clip_high: float = 0.28
+    """The probability ratio is clipped above at 1 + clip_high (above clip_low: "clip-higher", as in DAPO)."""
     epochs: int = 1
     """Optimiser passes over each batch (>1 makes the clipped ratio matter)."""
     tis_cap: float = 2.0
     """Cap of the truncated importance weight correcting generator/trainer log-prob mismatch."""
     loss_aggregation: Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"] = "token_mean"
+    """How per-token losses become one: "token_mean" (over every sampled token of the batch, DAPO),
+    "seq_mean_token_mean" (per sequence, then over sequences: the original GRPO, biased towards short answers) or
+    "seq_mean_token_sum_norm" (each sequence's sum divided by rollout.max_total_tokens: Dr. GRPO)."""
     advantage_mode: Literal["trajectory", "per_step"] = "trajectory"
     """trajectory: every sampled token gets its trajectory's advantage (outcome reward). per_step: each turn's
     tokens get the advantage of the return from that turn on (turn rewards from checkable intermediate states),
     normalised within the group. Use per_step for long multi-turn tasks whose intermediate states can be checked;
-    otherwise trajectory (with only a final reward the two give every turn of a trajectory similar credit)."""
+    otherwise trajectory (with only a final reward the two give every turn of a trajectory similar credit). The
+    long-context recipes use per_step with ``rollout.env_kwargs`` turn_rewards (``examples/joint_json_tracking.toml``)."""
     skip_zero_advantage: bool = True
     """Do not spend forward/backward passes on groups whose rewards are all equal (exact when beta = 0)."""
     gradient_conflict: Literal["off", "measure", "pcgrad"] = "off"
     """With 2+ domains in a step: "measure" computes each domain's gradient apart (same passes, one extra copy of
     the LoRA gradient per domain) and logs their cosine (``losses/grad_cosine``, ``losses/grad_cosine_min``);
     "pcgrad" also projects each domain's gradient off those it conflicts with before summing
-    (``losses/pcgrad_projections``). Single-process training only (a data-parallel learner skips it)."""
+    (``losses/pcgrad_projections``). Single-process training only (a data-parallel learner skips it). For joint
+    runs (``examples/joint.toml``, ``examples/joint_json_tracking.toml``)."""
 
 
 @dataclass(frozen=True)
 class DomainConfig:
+    """One entry of the training mix (an array of tables ``[[domains.mix]]``): a suite, its weight and, for a joint
+    run whose domains need different budgets or tools, its own rollout keys."""
+
     suite: str
     """A suite spec, e.g. "coding/strings:train" or a task file."""
     name: str = ""
     """Name used for normalisation and logging (default: the suite's domain)."""
     weight: float = 1.0
+    """Relative share of each step's tasks drawn from this domain (>= 0; see domains.weighting)."""
     difficulty: int | None = None
+    """Difficulty of a generated suite's tasks, 1 (very easy) to 4; unset mixes the levels."""
     n_tasks: int = 64
     """How many tasks to generate from the suite (generated suites are infinite)."""
     rollout: dict[str, Any] = field(default_factory=dict)
@@ -88,12 +108,16 @@ class DomainConfig:
     env_kwargs (replaced whole, not merged). E.g. JSON coding episodes with 160 tokens a turn and
     ``require_submit`` beside long-context ones with 96 tokens, six turns and a per-turn evidence term. Sampling
     (temperature, top_p) stays one for the run: the learner scores every sequence at it. Every entry of one
-    domain name must give the same table (the domain's tasks share one rollout)."""
+    domain name must give the same table (the domain's tasks share one rollout). For joint runs
+    (``examples/joint_json_tracking.toml``)."""
 
 
 @dataclass(frozen=True)
 class DomainsConfig:
+    """What to train on (section ``[domains]``): the mix of suites and how it is weighted and normalised."""
+
     mix: tuple[DomainConfig, ...] = (DomainConfig(suite="coding:train"),)
+    """The domains, one ``[[domains.mix]]`` table each (keys below)."""
     weighting: Literal["fixed", "linear", "adaptive"] = "fixed"
     """fixed: config weights; linear: from the weights to uniform over the run; adaptive: favour domains whose
     success rate is away from 0 and 1 (where groups have reward variance, so the gradient is informative)."""
@@ -103,13 +127,22 @@ class DomainsConfig:
 
 @dataclass(frozen=True)
 class OptimConfig:
+    """The RL optimiser and the run's length (section ``[optim]``): AdamW on the LoRA parameters."""
+
     lr: float = 5e-5
+    """AdamW learning rate, in (0, 1)."""
     weight_decay: float = 0.0
+    """AdamW weight decay."""
     max_grad_norm: float = 1.0
+    """Gradients are clipped to this global norm before each optimiser step."""
     steps: int = 20
+    """RL steps (each: roll out, compute advantages, update)."""
     tasks_per_step: int = 8
+    """Tasks drawn per step; each is rolled out algorithm.group_size times."""
     micro_batch: int = 4
+    """Sequences per forward/backward pass (gradients accumulate over a step's micro-batches)."""
     warmup_steps: int = 0
+    """Steps of linear learning-rate warm-up from 0 (constant after)."""
     loss_explode: float = 1e4
     """Stop (keeping the last good checkpoint) when |loss| exceeds this or is NaN."""
     activation_checkpointing: bool = False
@@ -120,13 +153,21 @@ class OptimConfig:
 
 @dataclass(frozen=True)
 class CheckpointConfig:
+    """Checkpoints (section ``[checkpoint]``): ``RUN_DIR/checkpoints/step-N/`` with the adapter, optimiser and RNG
+    state; ``sandgym train --resume RUN_DIR`` continues from the latest."""
+
     every: int = 5
+    """Save every this many steps (and after the last)."""
     keep_last: int = 3
+    """Checkpoints kept; older ones are deleted."""
 
 
 @dataclass(frozen=True)
 class LoggingConfig:
+    """What a run logs besides ``RUN_DIR/metrics.jsonl`` (section ``[logging]``)."""
+
     tensorboard: bool = True
+    """Write TensorBoard events to ``RUN_DIR/tb``."""
     sample_trajectories: int = 4
     """Trajectories written per step to trajectories.jsonl for inspection."""
     trackers: tuple[str, ...] = ()
@@ -143,6 +184,9 @@ class LoggingConfig:
 
 @dataclass(frozen=True)
 class SFTConfig:
+    """The supervised warm start (section ``[sft]``): run by ``sandgym sft``, and by ``sandgym train`` before RL
+    when ``init = "sft"``; the adapter goes to ``OUT_DIR/sft/adapter``."""
+
     source: str = "oracle"
     """"oracle" (scripted oracle on the train domains), a JSONL of chat transcripts, or user feedback imported by
     ``sandgym feedback import`` (reward-weighted SFT: accepted outputs and users' edits, weighted by their reward;
@@ -165,11 +209,16 @@ class SFTConfig:
     its search showed into one print (``print(10 - 5 + 7)``: the longer the document, the more terms to copy);
     "program" runs a loop over the document file that applies each of the variable's lines (or sums the region's
     paid amounts), the same code at every length with only the file's path and the question's name changed.
-    Without ``python`` among ``rollout.tools`` neither is used."""
+    Without ``python`` among ``rollout.tools`` neither is used. Used by the long-context recipes
+    (``examples/long_context_program.toml``, ``examples/joint_json_tracking.toml``)."""
     episodes: int = 64
+    """Oracle demonstrations to record (with ``source = "oracle"``), drawn across the domains' train tasks."""
     epochs: int = 2
+    """Passes over the demonstrations."""
     lr: float = 2e-4
+    """AdamW learning rate of the warm start."""
     micro_batch: int = 4
+    """Sequences per forward/backward pass."""
 
     def style(self, code_action: str) -> str:
         """The oracle's demonstration format for an env with ``code_action`` (``oracle_style``, "auto" resolved)."""
@@ -191,7 +240,9 @@ class EvalDuringTraining:
     samples: int = 2
     """Samples per task."""
     task_seed: int = 1
+    """Seed that picks the tasks of a generated held-out suite."""
     temperature: float = 0.7
+    """Sampling temperature of the evaluation episodes (> 0)."""
 
 
 @dataclass(frozen=True)
@@ -217,7 +268,10 @@ class TrainConfig:
     """Everything one training run needs. Load with :func:`load_config`."""
 
     out_dir: str = "runs/train"
+    """The run directory: config.toml, metrics.jsonl, trajectories.jsonl, checkpoints/, tb/ (and sft/ for the warm
+    start)."""
     seed: int = 0
+    """Seeds the LoRA initialisation, task generation and order, and sampling."""
     init: Literal["base", "sft"] = "base"
     """"sft": run the SFT warm start (section [sft]) before RL."""
     model: ModelConfig = field(default_factory=ModelConfig)
