@@ -24,8 +24,8 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--env", dest="env_opt", default=None, help="env id (same as the positional argument)")
     p.add_argument("--tasks", default=None, help="suite spec or task file for the env's `tasks` kwarg")
     p.add_argument("--env-kwargs", default=None, help="JSON object of extra env keyword arguments")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--max-sessions", type=int, default=4, help="concurrent WebSocket sessions (one env each)")
     p.add_argument("--no-warm", dest="warm", action="store_false",
                    help="a new env and sandbox per session (default: sessions reuse the envs of ended ones)")
@@ -35,8 +35,8 @@ def add_commands(subparsers: Any) -> None:
                               "token ids with log-probs, LoRA adapters hot-loaded by name)")
     m.add_argument("--model", default="smollm2-135m", help="embedded name, local checkpoint or cached hub id")
     m.add_argument("--served-model-name", default=None, help="the name requests use for the base model (default: --model)")
-    m.add_argument("--host", default="127.0.0.1")
-    m.add_argument("--port", type=int, default=8000)
+    m.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine)")
+    m.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     m.add_argument("--max-loras", type=int, default=4, help="LoRA adapters loaded at once")
     m.set_defaults(func=cmd_serve_model)
 
@@ -48,7 +48,7 @@ def add_tasks_export(sub: Any) -> None:
     p.add_argument("--format", default="harbor", choices=["harbor"], help="output format (harbor)")
     p.add_argument("-o", "--out", required=True, help="directory to write one task directory per task into")
     p.add_argument("--n", type=int, default=None, help="tasks to take from a generated suite")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of a generated suite's tasks (default 0)")
     p.set_defaults(func=cmd_tasks_export)
 
 

@@ -62,7 +62,8 @@ def add_from_repo(sub: Any) -> None:
     p.add_argument("--kinds", default="reimplement,bugfix", help="comma list of reimplement, bugfix")
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many verified tasks")
     p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of source files held out (default 0.3)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/heldout split of files and of the "
+                   "mutations (default 0)")
     p.add_argument("--name", default=None, help="suite name in task ids (default: the folder name)")
     p.add_argument("--max-file-kb", type=int, default=64, help="files larger than this are left out (default 64)")
     p.add_argument("--exclude-tests", action="append", default=[], metavar="GLOB",

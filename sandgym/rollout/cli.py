@@ -33,7 +33,8 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("run", help="run a scripted agent (oracle/noop/random) on an env; JSONL + summary table")
     p.add_argument("--env", default="sandgym/Coding-v0", help="env id (see `sandgym envs`)")
     p.add_argument("--tasks", default=None, help="suite spec or path (default: the env's own tasks)")
-    p.add_argument("--agent", default="oracle", choices=["oracle", "noop", "random"])
+    p.add_argument("--agent", default="oracle", choices=["oracle", "noop", "random"],
+                   help="the scripted agent: oracle (solves each task), noop, random (default: oracle)")
     p.add_argument("--episodes", type=int, default=None,
                    help="episodes to run, tasks cycled in order (default: one per task of a --tasks file or "
                         "folder, which is used whole; 8 otherwise)")
@@ -42,7 +43,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--workers", type=int, default=2, help="worker threads, each with its own env")
     p.add_argument("--out", default=None, help="JSONL output, one line per episode (default: "
                    "runs/run/<env>-<agent>-<time>.jsonl)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the tasks, and of episode i's reset and agent "
+                   "(seed + i)")
     p.add_argument("--env-kwargs", default="{}", help='JSON of extra gymnasium.make kwargs, e.g. \'{"max_turns": 4}\'')
     p.add_argument("--fresh-sandbox", action="store_true",
                    help="a new sandbox per episode (default: each worker's sandbox is reset in place between episodes)")
@@ -67,7 +69,7 @@ def add_commands(sub: Any) -> None:
     a.add_argument("--attacks", default=None, help="comma-separated attack names (default: all; see --list)")
     a.add_argument("--quick", action="store_true", help="leave out slow attacks (those that wait out a time limit)")
     a.add_argument("--out", default=None, help="output directory (default runs/audit/<suite>-<time>)")
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--seed", type=int, default=0, help="seed that picks the tasks (default 0)")
     a.add_argument("--workers", type=int, default=2, help="episodes run at once (default 2)")
     a.add_argument("--margin", type=float, default=None, help="reward above noop that counts as a hack (0.1)")
     a.add_argument("--no-reuse", action="store_true", help="leave out the cross-episode attack (reused sandbox)")

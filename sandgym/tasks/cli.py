@@ -27,7 +27,7 @@ def add_commands(subparsers: Any) -> Any:
     p = sub.add_parser("show", help="counts by family and split, and one example prompt")
     p.add_argument("suite", help="suite spec (e.g. coding:train, long_context/needle@4) or a path")
     p.add_argument("--n", type=int, default=None, help="number of tasks to generate (default: 4 per family/split)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of a generated suite's tasks (default 0)")
     p.add_argument("--difficulty", type=int, default=None, help="1 (very easy) .. 4; default mixes levels")
     p.add_argument("--chars", type=int, default=1500, help="characters of the example prompt to print")
     p.set_defaults(func=cmd_show)
@@ -47,7 +47,8 @@ def add_commands(subparsers: Any) -> Any:
     p.add_argument("--format", required=True, dest="fmt", metavar="{humaneval,mbpp,reasoning_gym,harbor}",
                    help="humaneval | mbpp | reasoning_gym | harbor (harbor is registered by sandgym.interop)")
     p.add_argument("-o", "--out", required=True, help="output .jsonl")
-    p.add_argument("--split", default="heldout", choices=["train", "heldout"])
+    p.add_argument("--split", default="heldout", choices=["train", "heldout"],
+                   help="the split the imported tasks belong to (default: heldout)")
     p.add_argument("--visible", type=int, default=0, metavar="N",
                    help="also ship each record's first N asserts as visible tests (test_visible.py: what run_tests "
                         "and the test-and-fix code action run); humaneval and mbpp; default 0")
@@ -62,7 +63,7 @@ def add_commands(subparsers: Any) -> Any:
                                              "reasoning_gym`")
     p.add_argument("dataset", help="a reasoning-gym dataset name, e.g. needle_haystack")
     p.add_argument("--size", type=int, default=30, help="how many entries (default 30)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the dataset's seed (default 0)")
     p.add_argument("--set", dest="config", action="append", default=[], metavar="KEY=VALUE",
                    help="a dataset config field, e.g. --set min_num_statements=520 (repeatable)")
     p.add_argument("--placement", choices=["inline", "file"], default=None,
