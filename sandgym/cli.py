@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sandgym",
         description="Post-train LLM agents with RL on multi-step tasks in a real sandbox.",
+        epilog="`sandgym COMMAND --help` for one command; docs/CLI.md has them all, docs/CONFIG.md every config key.",
     )
     parser.add_argument("--version", action="version", version=f"sandgym {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
