@@ -50,7 +50,6 @@ from sandgym.experiments.periodic_eval import train_with_eval as train
 from sandgym.tasks.registry import parse_suite_spec
 from sandgym.train.checkpoint import latest_checkpoint
 from sandgym.train.config import TrainConfig, load_config
-from sandgym.train.metrics import load_metrics
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICKSTART = EXAMPLES / "quickstart.toml"
@@ -269,7 +268,7 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
             "action (a schema-valid tool call, or an accepted code block); turns: per episode; intervals over "
             "tasks, gains paired.")))
            ,) if behaviours is not None else ()),
-        training_section(load_metrics(run_dir), load_curve(run_dir), source="train/metrics.jsonl"),
+        training_section(_training_metrics(run_dir), load_curve(run_dir), source="train/metrics.jsonl"),
         browser,
         Section("Stage timings", (Text(", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) or "none recorded"),)),
         Section("Per-policy reports", (Bullets(tuple(
@@ -417,3 +416,11 @@ def console_main() -> int:
 
 if __name__ == "__main__":
     sys.exit(console_main())
+
+
+def _training_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's per-step metrics; imported here because sandgym.train.metrics pulls in torch, and the CLI's
+    config errors must come before torch is imported."""
+    from sandgym.train.metrics import load_metrics
+
+    return load_metrics(run_dir)

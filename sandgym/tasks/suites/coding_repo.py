@@ -211,8 +211,9 @@ def load_package(name: str, files: Mapping[str, str], order: tuple[str, ...]) ->
             exec(compile(files[fname], f"<reference {name}/{fname}>", "exec"), mod.__dict__)
             modules[fname[:-3]] = mod
     finally:
-        for key in [k for k in sys.modules if k == root or k.startswith(root + ".")]:
-            del sys.modules[key]
+        # list(sys.modules) is one C-level copy: iterating the dict itself races with threads importing meanwhile
+        for key in [k for k in list(sys.modules) if k == root or k.startswith(root + ".")]:
+            sys.modules.pop(key, None)
     return modules
 
 
