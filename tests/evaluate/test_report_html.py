@@ -1,5 +1,6 @@
 """The one report writer: markdown and HTML from the same tables, real <table>s, distinct series colours, the
-headline first, and a page that a browser renders (headless Chromium: not blank, tables are tables)."""
+headline first, and a page that a browser renders (headless Chromium: not blank, tables are tables; the episode
+browser lists episodes, a filter narrows them, two policies show side by side, hostile text stays text)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.episodes import EpisodeRow
 from sandgym.evaluate.metrics import Interval, format_interval
 from sandgym.evaluate.report import build_report, write_reports
+from sandgym.evaluate.report_browser import browser_data
 from sandgym.evaluate.report_writer import PALETTE, Report, Section, Table, Text, bars, pyplot
+from tests.evaluate.browser_episodes import EVIL, EVIL_TASK, three_policies
 
 
 def _rows(rate: dict[str, float], n_tasks: int = 8, samples: int = 2) -> list[EpisodeRow]:
@@ -140,11 +143,13 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def _chromium(page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _chromium(page: Path, tmp: Path, *extra: str, fragment: str = "",
+              timeout: float = 120) -> subprocess.CompletedProcess[str]:
     assert CHROMIUM is not None
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--window-size=1280,2000", *extra,
-                           page.resolve().as_uri()], capture_output=True, text=True, timeout=120, check=True)
+    url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--window-size=1280,2000", *extra, url],
+                          capture_output=True, text=True, timeout=timeout, check=True)
 
 
 def _screenshot_checks(png: Path) -> None:
@@ -176,3 +181,81 @@ def test_evaluation_report_renders_in_headless_chromium(eval_metrics, tmp_path):
     png = tmp_path / "eval.png"
     _chromium(page, tmp_path, f"--screenshot={png}")
     _screenshot_checks(png)
+
+
+class _Browser(HTMLParser):
+    """What the episode browser drew: list rows, side-by-side columns, <pre> texts, and anything that could run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[dict] = []
+        self.cols: list[dict] = []
+        self.pre: list[str] = []
+        self.text: list[str] = []
+        self.unsafe: list[tuple[str, dict]] = []
+        self.body: dict = {}
+        self._in_pre = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "body":
+            self.body = a
+        elif tag == "tr" and "data-ep" in a:
+            self.rows.append(a)
+        elif tag == "div" and a.get("class") == "sg-col":
+            self.cols.append(a)
+        elif tag == "pre":
+            self._in_pre = True
+            self.pre.append("")
+        if any(k.startswith("on") for k in a) or (tag == "img" and not a.get("src", "").startswith("data:image/png")):
+            self.unsafe.append((tag, a))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "pre":
+            self._in_pre = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_pre:
+            self.pre[-1] += data
+        elif data.strip():
+            self.text.append(data.strip())
+
+
+@pytest.fixture(scope="module")
+def browser_page(tmp_path_factory) -> Path:
+    """An evaluation report whose browser holds base / SFT / SFT+RL episodes (one task's text is hostile)."""
+    out = tmp_path_factory.mktemp("browser")
+    policies = three_policies()
+    m = aggregate(list(policies[2].rows), samples=2, baseline=list(policies[0].rows), trained_families=("strings",))
+    m.update(policy={"spec": "runs/sft_rl"}, baseline_policy={"spec": "base-model"})
+    build_report(m, episodes=policies).write(out)
+    return out / "report.html"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium; .ci/run installs it)")
+def test_episode_browser_lists_filters_and_compares_in_headless_chromium(browser_page, tmp_path):
+    def view(fragment: str = "") -> _Browser:
+        b = _Browser()  # a script the data let loose would alert() and hang the dump: the timeout fails the test
+        b.feed(_chromium(browser_page, tmp_path, "--dump-dom", fragment=fragment, timeout=60).stdout)
+        assert not b.unsafe and "data-pwned" not in b.body  # nothing the agent wrote became markup or ran
+        return b
+
+    episodes = browser_data(three_policies())["episodes"]
+    n = len(episodes)
+    every = view()
+    assert len(every.rows) == n and f"Showing {n} of {n} episodes." in every.text
+    assert "Pick an episode above to see its turns." in every.text and not every.cols
+
+    narrowed = view("f=parsing&o=failure")
+    expected = [str(i) for i, e in enumerate(episodes) if e["family"] == "parsing" and not e["success"]]
+    assert 0 < len(narrowed.rows) < n and [r["data-ep"] for r in narrowed.rows] == expected
+    assert all(r["data-family"] == "parsing" and r["data-outcome"] == "failure" for r in narrowed.rows)
+    assert f"Showing {len(expected)} of {n} episodes." in narrowed.text
+
+    ep = next(i for i, e in enumerate(episodes) if e["p"] == 2 and e["task"] == EVIL_TASK and e["sample"] == 1)
+    pair = view(f"ep={ep}")
+    assert [c["data-policy"] for c in pair.cols] == ["SFT + RL", "SFT only"]  # by default the policy before it
+    assert {(c["data-task"], c["data-seed"], c["data-sample"]) for c in pair.cols} == {(EVIL_TASK, "0", "1")}
+    assert pair.pre.count(EVIL) == 2  # the hostile text, shown as text in both columns
+    assert sum("6,000 more characters cut here" in t for t in pair.text) == 2
+    assert [c["data-policy"] for c in view(f"ep={ep}&vs=0").cols] == ["SFT + RL", "base model"]
