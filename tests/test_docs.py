@@ -66,10 +66,12 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocRunner]:
-    """Starts every selected block at once, by document, on WORKERS threads; the tests wait for their block."""
+    """Starts the selected blocks (and the blocks before them in their document), by document, on WORKERS
+    threads; each test waits for its block."""
     selected = {id(item.callspec.params["block"]) for item in request.session.items
                 if getattr(item, "function", None) is test_block and hasattr(item, "callspec")}
-    blocks = [b for b in BLOCKS if id(b) in selected]
+    last = {b.doc: b.line for b in BLOCKS if id(b) in selected}
+    blocks = [b for b in BLOCKS if b.line <= last.get(b.doc, 0)]  # a selected block needs the blocks before it
     values = {"repo": str(REPO)}
     if any("{tiny_model}" in new for b in blocks if b.marker for _, new in b.marker.replaces):
         values["tiny_model"] = str(request.getfixturevalue("tiny_model"))

@@ -121,8 +121,9 @@ class JudgeReward:
 
     @property
     def identity(self) -> str:
-        p = self.policy
-        return self.judge_id or str(getattr(p, "model", None) or getattr(p, "name", None) or type(p).__name__)
+        p, model = self.policy, getattr(self.policy, "model", None)  # a served model's name, or HFPolicy's module
+        return self.judge_id or str((model if isinstance(model, str) else None) or getattr(p, "name", None)
+                                    or type(p).__name__)
 
     @property
     def reward_version(self) -> str:
@@ -138,12 +139,14 @@ class JudgeReward:
         if len(prompts) != len(answers):
             raise ValueError(f"{len(prompts)} prompts but {len(answers)} answers; pass one answer per prompt")
         requests = []
+        chat = self.policy.chat_format if getattr(self.policy, "token_level", False) else None
         for key, (prompt, answer) in enumerate(zip(prompts, answers, strict=True)):
             text = self.template.format(rubric=self.rubric, prompt=prompt, answer=answer, scale=self.scale)
             messages = ({"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": text})
             self.policy.start_episode(key, None)
             requests.append(GenerationRequest(key=key, messages=messages, observation=text, info={},
-                                              max_new_tokens=self.max_new_tokens))
+                                              max_new_tokens=self.max_new_tokens,
+                                              token_ids=tuple(chat.prompt_ids(messages)) if chat else ()))
         try:
             gens = self.policy.generate(requests, SamplingParams(temperature=self.temperature, stop_strings=()))
         finally:
