@@ -15,6 +15,7 @@ from sandgym.private.calibrate import calibrate, load_judge_policy, load_labelle
 from sandgym.private.feedback import RewardMapping, import_feedback
 from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, run
 from sandgym.private.judge import JudgeReward
+from sandgym.private.recipe import TRAIN_NAME, write_recipe
 from sandgym.private.scrub import parse_patterns
 
 
@@ -76,6 +77,9 @@ def add_from_repo(sub: Any) -> None:
     p.add_argument("--requirement", "-r", action="append", default=[], metavar="SPEC",
                    help="a package the project or its tests import (repeatable; pip specifier, built once into a "
                         "cached environment mounted in the sandbox; SANDGYM_WHEELHOUSE for offline)")
+    p.add_argument("--model", default="smollm2-135m",
+                   help="the model the written train.toml trains and eval.toml compares against (default: "
+                        "smollm2-135m; a local directory or a cached hub id)")
     p.set_defaults(func=cmd_from_repo)
 
 
@@ -111,6 +115,11 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     if network:
         print(f"  {network} baseline error line(s) need a network, which the sandbox does not have")
     print(f"wrote {Path(args.out) / TASKS_NAME} and {Path(args.out) / REPORT_NAME}")
+    splits = report["made_by_split"]
+    for path in write_recipe(args.out, model=args.model, n_train=splits.get("train", 0),
+                             n_heldout=splits.get("heldout", 0)):
+        verb = "train on the train split" if path.name == TRAIN_NAME else "score it on the held-out split"
+        print(f"next: sandgym {'train' if path.name == TRAIN_NAME else 'eval'} {path}    # {verb}")
     return 0 if result.made else 1
 
 

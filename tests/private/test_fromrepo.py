@@ -144,6 +144,9 @@ def test_cli_from_repo_smoke(tmp_path: Path) -> None:
     assert code == 0
     tasks = load_suite(str(tmp_path / TASKS_NAME))
     assert len(tasks) == 2 and all(t.metadata["kind"] == "bugfix" for t in tasks)
+    splits = {t.split for t in tasks}
+    assert (tmp_path / "train.toml").is_file() == ("train" in splits)
+    assert (tmp_path / "eval.toml").is_file() == ("heldout" in splits)
 
 
 def test_config_errors_name_the_fix() -> None:

@@ -1,0 +1,102 @@
+"""The recipe from a repository's tasks to a scored adapter: ``tasks from-repo`` writes ``train.toml`` and
+``eval.toml`` beside ``tasks.jsonl``, so the next two commands need no editing::
+
+    sandgym tasks from-repo PATH --out DIR       # DIR/tasks.jsonl, DIR/train.toml, DIR/eval.toml
+    sandgym train DIR/train.toml                 # SFT on oracle demonstrations, then GRPO on the train split
+    sandgym eval DIR/eval.toml                   # the adapter against the base model on the held-out split
+
+Both are ordinary configs (every key: docs/CONFIG.md), written as text so a user can read and edit them; the
+settings are those of ``examples/from_repo.toml`` (multi-file workspaces edited with tools, then submitted). The
+evaluation rolls out with the training's own rollout settings, so the adapter is scored in the loop it learned.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TRAIN_NAME = "train.toml"
+EVAL_NAME = "eval.toml"
+TOOLS = ("list_files", "read_file", "edit_file", "write_file", "submit")
+
+_ROLLOUT = f"""max_new_tokens = 384
+max_turns = 6
+max_total_tokens = 4096
+code_action = "none"       # multi-file workspaces: the agent edits files with tools, then submits
+tools = {json.dumps(list(TOOLS))}"""
+
+
+def train_toml(out: str, model: str, n_train: int) -> str:
+    """The training config for the suite in ``out`` (paths as given, relative to where the commands run)."""
+    return f"""# RL on the train split of the tasks `sandgym tasks from-repo` made in {out}.
+# Run: sandgym train {out}/{TRAIN_NAME}   (any key from the CLI: --set optim.steps=20; every key: docs/CONFIG.md)
+out_dir = {json.dumps(f"{out}/train")}
+seed = 0
+init = "sft"               # a warm start on oracle demonstrations (tool calls), then RL
+
+[model]
+name = {json.dumps(model)}    # any causal LM: a local directory or a cached hub id
+lora_r = 16
+lora_alpha = 32
+
+[algorithm]
+name = "grpo"
+group_size = 4
+
+[rollout]
+{_ROLLOUT}
+temperature = 1.0
+
+[[domains.mix]]
+suite = {json.dumps(f"{out}/tasks.jsonl:train")}
+name = "coding"
+n_tasks = {max(1, n_train)}
+
+[optim]
+lr = 5e-5
+steps = 4
+tasks_per_step = 4
+micro_batch = 4
+
+[checkpoint]
+every = 2
+keep_last = 2
+
+[sft]
+source = "oracle"
+oracle_style = "tools"
+episodes = 16
+epochs = 1
+lr = 2e-4
+"""
+
+
+def eval_toml(out: str, model: str) -> str:
+    """The evaluation config: the trained run against its base model on the held-out split."""
+    return f"""# The adapter trained by {out}/{TRAIN_NAME} against its base model, on the held-out split: tasks on source
+# files no training task targeted. Run: sandgym eval {out}/{EVAL_NAME}   (every key: docs/CONFIG.md)
+policy = {json.dumps(f"{out}/train")}       # the run directory: its newest whole checkpoint
+baseline = {json.dumps(model)}
+suites = [{json.dumps(f"{out}/tasks.jsonl:heldout")}]
+samples = 2
+out = {json.dumps(f"{out}/eval")}
+
+[rollout]                  # the training's own rollout settings
+{_ROLLOUT}
+temperature = 0.7
+"""
+
+
+def write_recipe(out: str | Path, *, model: str, n_train: int, n_heldout: int) -> list[Path]:
+    """Write ``train.toml`` (when there are train tasks) and ``eval.toml`` (when there are held-out ones) into
+    ``out``; returns the paths written."""
+    folder = Path(out)
+    name = folder.as_posix()
+    written = []
+    if n_train:
+        (folder / TRAIN_NAME).write_text(train_toml(name, model, n_train), encoding="utf-8")
+        written.append(folder / TRAIN_NAME)
+    if n_heldout:
+        (folder / EVAL_NAME).write_text(eval_toml(name, model), encoding="utf-8")
+        written.append(folder / EVAL_NAME)
+    return written
