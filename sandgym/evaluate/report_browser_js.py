@@ -156,7 +156,7 @@ BROWSER_JS = r"""
     var o = outcome(e), c = el("div", "sg-card");
     add(c, el("span", "sg-badge sg-" + o, o === "success" ? "solved" : OUT[o] + ": " + e.mode));
     var meta = ["task " + e.task, "seed " + e.seed, "sample " + e.sample, "family " + e.family + (e.unseen ? " (unseen)" : ""),
-                "domain " + e.domain, "reward " + num(e.reward), e.n_turns + " turns"];
+                "domain " + e.domain, "reward " + num(e.reward), e.n_turns + (e.n_turns === 1 ? " turn" : " turns")];
     if (e.doc_tokens) meta.push(e.doc_tokens + "-token document");
     if (e.truncated) meta.push("truncated");
     add(c, el("p", "sg-meta", meta.join(" \u00b7 ")));
