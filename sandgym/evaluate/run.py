@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -183,23 +184,22 @@ def run(config: EvalConfig) -> EvalResult:
 
 
 def versions(config: EvalConfig) -> dict[str, Any]:
-    """Versions of everything that decides a score: sandgym, tasks, rewards, model libraries, seeds."""
-    import torch
-    import transformers
-
-    try:
-        import peft
-
-        peft_version = peft.__version__
-    except ImportError:  # pragma: no cover
-        peft_version = None
+    """Versions of everything that decides a score: sandgym, tasks, rewards, model libraries, seeds (the libraries'
+    from their installed metadata: a scripted policy's evaluation never imports torch)."""
     return {
         "sandgym": sandgym.__version__,
         "rewards": sorted(RewardConfig().weights),
         "tasks": {"suites": list(config.suites), "task_seed": config.task_seed, "n_tasks": config.n_tasks,
                   "difficulty": config.difficulty},
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "peft": peft_version,
+        "torch": _installed("torch"),
+        "transformers": _installed("transformers"),
+        "peft": _installed("peft"),
         "seeds": list(config.seeds),
     }
+
+
+def _installed(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return None
