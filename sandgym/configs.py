@@ -110,13 +110,17 @@ def check_override_keys(cls: type, overrides: Sequence[str]) -> None:
 
 
 def load_dataclass(cls: type[T], path: str | Path | None, overrides: Sequence[str] = (),
-                   labels: Mapping[str, str] | None = None) -> T:
+                   labels: Mapping[str, str] | None = None, base: Mapping[str, Mapping[str, Any]] | None = None) -> T:
     """TOML file (optional) + ``--set`` overrides -> ``cls``; each error names where the bad value came from
     (the file, or the ``--set`` item; ``labels`` maps an override item to another name for it, e.g. the flag
-    ``--temperature 0`` it was made from)."""
+    ``--temperature 0`` it was made from). ``base`` holds defaults under the file, table by table
+    (``{"rollout": {...}}``): a key the file or an override sets wins over it."""
     labels = labels or {}
     check_override_keys(cls, overrides)
     data = load_toml(path) if path is not None else {}
+    for table, values in (base or {}).items():
+        if isinstance(data.setdefault(table, {}), dict):
+            data[table] = {**values, **data[table]}
     override_keys = {".".join(parse_override(item)[0]): item for item in overrides}
     apply_overrides(data, overrides)
     try:

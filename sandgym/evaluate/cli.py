@@ -20,7 +20,7 @@ from sandgym.evaluate import distributed
 from sandgym.evaluate import run as local
 from sandgym.evaluate.compare import compare_table
 from sandgym.evaluate.config import EvalConfig, load_eval_config
-from sandgym.evaluate.policies import check_out_dir, check_policy
+from sandgym.evaluate.policies import check_out_dir, check_policy, trained_rollout
 from sandgym.evaluate.report import headline_rows
 from sandgym.evaluate.run import load_tasks
 
@@ -160,9 +160,26 @@ def flags_to_overrides(args: argparse.Namespace) -> tuple[list[str], dict[str, s
 
 
 def load(args: argparse.Namespace) -> EvalConfig:
-    """The config of an ``eval`` command line: CONFIG, then the flags, then ``--set``."""
+    """The config of an ``eval`` command line: CONFIG, then the flags, then ``--set``. When the policy is a
+    training run (or an adapter inside one), the run's own rollout settings (:data:`TRAINED_ROLLOUT`: tools,
+    budgets, code action, env) come first, under all three, so the policy is scored in the loop it learned."""
     overrides, labels = flags_to_overrides(args)
-    return load_eval_config(args.config, [*overrides, *args.overrides], labels)
+    config = load_eval_config(args.config, [*overrides, *args.overrides], labels)
+    trained = trained_rollout(config.policy) if config.policy else None
+    if trained is None:
+        return config
+    path, rollout = trained
+    config = load_eval_config(args.config, [*overrides, *args.overrides], labels, rollout=rollout)
+    taken = sorted(k for k, v in rollout.items() if getattr(config.rollout, k) == _as_field(v))
+    if taken:
+        print(f"sandgym eval: rollout settings from {path}: {', '.join(taken)} (a flag, --set or the config "
+              "overrides any of them)", file=sys.stderr, flush=True)
+    return config
+
+
+def _as_field(value: Any) -> Any:
+    """A TOML value as the config holds it (lists become tuples)."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _eval(args: argparse.Namespace) -> int:

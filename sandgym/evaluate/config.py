@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,8 @@ class EvalConfig:
 
     policy: str = ""
     """smollm2-135m, a model dir/hub id, an adapter dir, a run dir, openai:URL#MODEL, server:URL#MODEL, or
-    oracle/noop/random."""
+    oracle/noop/random. A training run's directory (or an adapter in it) also brings the run's [rollout] tools,
+    budgets, code action and env as defaults, so it is scored in the loop it learned; sampling stays evaluation's."""
     suites: tuple[str, ...] = ()
     """Suite specs or task files (e.g. coding/strings:heldout)."""
     out: str = "runs/eval"
@@ -85,7 +86,8 @@ class EvalConfig:
 
 
 def load_eval_config(path: str | Path | None = None, overrides: Sequence[str] = (),
-                     labels: dict[str, str] | None = None) -> EvalConfig:
+                     labels: dict[str, str] | None = None, rollout: Mapping[str, Any] | None = None) -> EvalConfig:
     """TOML file (optional) + ``key=value`` overrides -> a validated :class:`EvalConfig` (``labels``: how errors
-    name an override, e.g. the flag it came from)."""
-    return load_dataclass(EvalConfig, path, overrides, labels=labels)
+    name an override, e.g. the flag it came from; ``rollout``: ``[rollout]`` defaults under the file's, e.g. those
+    a training run was rolled out with)."""
+    return load_dataclass(EvalConfig, path, overrides, labels=labels, base={"rollout": rollout} if rollout else None)

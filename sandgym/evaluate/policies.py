@@ -113,6 +113,35 @@ def load_policy(spec: str, *, model: str = "smollm2-135m") -> tuple[Any, PolicyI
     return HFPolicy(spec, lora=None), PolicyInfo(spec, "base", spec)
 
 
+TRAINED_ROLLOUT = ("max_new_tokens", "max_turns", "max_total_tokens", "truncated_turn", "code_action", "tools",
+                   "env", "env_kwargs")
+"""The ``[rollout]`` keys an evaluation of a training run takes from the run by default: what the policy saw and
+how its turns were cut. Sampling (temperature, top_p) and the sandbox stay evaluation's own."""
+
+
+def run_config_of(spec: str) -> Path | None:
+    """The training run's ``config.toml`` behind a policy spec: a run directory, or an adapter inside one (its
+    checkpoints or its warm start); None for anything else. Light: nothing heavy is imported."""
+    p = Path(spec).expanduser()
+    if (p / "checkpoints").is_dir():
+        return p / "config.toml" if (p / "config.toml").is_file() else None
+    if (p / "adapter_config.json").is_file():  # RUN/checkpoints/step-N or RUN/sft/adapter
+        return next((c for c in (p.parent.parent / "config.toml", p.parent.parent.parent / "config.toml")
+                     if c.is_file()), None)
+    return None
+
+
+def trained_rollout(spec: str) -> tuple[Path, dict[str, Any]] | None:
+    """The run's config file and the :data:`TRAINED_ROLLOUT` keys of its ``[rollout]`` table, when ``spec`` is a
+    training run (or an adapter inside one) whose config sets any of them."""
+    cfg = run_config_of(spec)
+    if cfg is None:
+        return None
+    table = load_toml(cfg).get("rollout", {})
+    keys = {k: v for k, v in table.items() if k in TRAINED_ROLLOUT} if isinstance(table, dict) else {}
+    return (cfg, keys) if keys else None
+
+
 def _adapter_base(adapter: Path, default: str) -> str:
     """The base model an adapter was trained on: the run's config when present, else the adapter config."""
     for cfg in (adapter.parent.parent / "config.toml", adapter.parent.parent.parent / "config.toml"):

@@ -93,3 +93,31 @@ def test_compare_is_a_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     assert "DIR" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["eval", "compare"])  # at least one DIR
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step-000002").mkdir(parents=True)
+    (run / "checkpoints" / "step-000002" / "adapter_config.json").write_text("{}")
+    (run / "config.toml").write_text('[rollout]\nmax_turns = 1\nmax_new_tokens = 96\ntemperature = 1.0\n'
+                                     'code_action = "submit"\ntools = ["submit"]\n'
+                                     '[rollout.env_kwargs]\nsystem_prompt = "one line"\n')
+    return run
+
+
+def test_a_training_run_is_scored_in_its_own_rollout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--policy RUN_DIR (or an adapter in it) takes the run's tools, budgets and env kwargs, not evaluation's
+    defaults; sampling stays evaluation's, and a flag, --set or the config still wins."""
+    run = _run_dir(tmp_path)
+    for policy in (run, run / "checkpoints" / "step-000002"):
+        data = resolved(capsys, [*BASE, "--policy", str(policy)])["rollout"]
+        assert data["tools"] == ["submit"] and data["max_turns"] == 1 and data["max_new_tokens"] == 96
+        assert data["env_kwargs"] == {"system_prompt": "one line"}
+        assert data["temperature"] == 0.7  # evaluation's own
+    data = resolved(capsys, [*BASE, "--policy", str(run), "--max-turns", "4", "--set", "rollout.tools=[]"])
+    assert data["rollout"]["max_turns"] == 4 and data["rollout"]["tools"] == []
+    cfg = tmp_path / "eval.toml"
+    cfg.write_text(f'policy = "{run.as_posix()}"\nsuites = ["a"]\n[rollout]\nmax_new_tokens = 200\n')
+    data = resolved(capsys, ["eval", str(cfg)])["rollout"]
+    assert data["max_new_tokens"] == 200 and data["tools"] == ["submit"]
+    assert resolved(capsys, [*BASE, "--policy", "oracle"])["rollout"]["tools"] == []  # not a run: defaults
