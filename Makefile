@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp-install
 DEMO_OUT ?= runs/demo
-# Where the torch wheel comes from: empty uses pip's configured indexes (a CPU wheel on our machines); on a stock
+# Where the torch wheel comes from: empty uses pip's configured indexes (a CPU wheel where they serve one); on a stock
 # PyPI setup pass TORCH_INDEX=https://download.pytorch.org/whl/cpu to get the CPU build instead of the CUDA one.
 TORCH_INDEX ?=
 

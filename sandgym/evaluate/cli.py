@@ -200,7 +200,7 @@ def _eval(args: argparse.Namespace) -> int:
           f"{config.out} (episodes.jsonl, report.md, metrics.json)", file=sys.stderr, flush=True)
     load_tasks(config, report=lambda line: print(line, flush=True))  # how many tasks of how many, before the run
     result = (distributed.run if config.ray_workers > 0 else local.run)(config)
-    print("| metric | candidate | baseline | gain |")
+    print("| metric | candidate | baseline | gain |\n|---|---|---|---|")
     for row in headline_rows(result.metrics):
         print("| " + " | ".join(row) + " |")
     print(f"report: {result.report_md}  ({result.report_html})")

@@ -5,11 +5,11 @@ where each code block is run against the visible tests, on the ``by_example`` fa
 failing visible tests show, so the agent must read the failure and fix; the default and what ``make demo`` runs, at
 its quick size (:data:`QUICK`), 25 minutes idle, ~3 more for the venv), ``long_context``
 (``examples/long_context_lengths.toml``: multi-turn ``<tool_call>`` JSON, grep and read_file over documents of 1K-8K tokens in workspace files, then submit; completion
-per length; at its quick size ~24 minutes), ``single_turn`` (``examples/quickstart.toml``: one code block,
-submitted at once; ~11 minutes), ``test_and_fix`` (``examples/test_and_fix.toml``: the test-and-fix loop on
-strings/lists/numbers; ~45 minutes, and on the embedded model RL has not learned recovery there:
+per length; at its quick size ~23 minutes), ``single_turn`` (``examples/quickstart.toml``: one code block,
+submitted at once; ~12 minutes), ``test_and_fix`` (``examples/test_and_fix.toml``: the test-and-fix loop on
+strings/lists/numbers; ~1.5 hours, and on the embedded model RL has not learned recovery there:
 docs/BENCHMARKS.md), ``json_tools`` (``examples/json_tools.toml``: only ``<tool_call>`` JSON actions, the full tool
-schema in the prompt; ~3 hours), and ``all`` (each of them in ``OUT/<track>``). ``--full`` runs a track's config
+schema in the prompt; ~1 h 40 min), and ``all`` (each of them in ``OUT/<track>``). ``--full`` runs a track's config
 and evaluation at full size instead of its quick size.
 
 1. convert the embedded model once (cached);
@@ -293,10 +293,10 @@ def track_size(track: str, *, full: bool) -> Size:
 
 TRACK_HELP: dict[str, str] = {
     "test_and_fix_by_example": "multi-turn test-and-fix; the constants show only in failing tests (~25 min)",
-    "long_context": "<tool_call> grep/read_file over 1K-8K-token documents, then submit (~24 min)",
-    "single_turn": "one code block, submitted at once (examples/quickstart.toml; ~11 min)",
-    "test_and_fix": "multi-turn test-and-fix on strings/lists/numbers (~45 min)",
-    "json_tools": "<tool_call> JSON actions only, the full tool schema in the prompt (~3 hours)",
+    "long_context": "<tool_call> grep/read_file over 1K-8K-token documents, then submit (~23 min)",
+    "single_turn": "one code block, submitted at once (examples/quickstart.toml; ~12 min)",
+    "test_and_fix": "multi-turn test-and-fix on strings/lists/numbers (~1.5 h)",
+    "json_tools": "<tool_call> JSON actions only, the full tool schema in the prompt (~1 h 40 min)",
     "all": "every track above, each in OUT/<track>, then one report of them all",
 }
 """One line per ``--track`` for ``sandgym demo --help`` (times: the default size, the idle 2-core CPU)."""

