@@ -184,7 +184,13 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[FeedbackRecord], list[BadRec
 
 def read_records(path: str | Path, *, skip_bad: bool = False) -> tuple[list[FeedbackRecord], list[BadRecord]]:
     """Records of a log file; FeedbackError naming every bad line unless ``skip_bad``."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    try:
+        lines = Path(path).read_bytes().decode("utf-8").split("\n")  # not splitlines: U+2028 may sit in a text
+    except FileNotFoundError:
+        raise FeedbackError(f"feedback log {str(path)!r} does not exist; pass the path of a JSONL file of "
+                            "accepted/edited/rejected records (docs/PRIVATE_DATA.md)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FeedbackError(f"feedback log {str(path)!r} cannot be read as UTF-8 text ({e}); check the file") from None
     good, bad = parse_lines(lines)
     if bad and not skip_bad:
         listing = "\n".join(f"{path}:{b}" for b in bad)

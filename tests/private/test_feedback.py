@@ -92,6 +92,23 @@ def test_cli_import_and_skip_bad(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert {t.task_id: t.reward for t in load_jsonl(tmp_path / "t.jsonl")}["e"] == 0.25
 
 
+def test_a_missing_or_unreadable_log_is_an_error_not_a_traceback(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["feedback", "import", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "t.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"prompt": "caf\xe9"}\n')
+    assert main(["feedback", "import", str(tmp_path / "latin1.jsonl"), "--out", str(tmp_path / "t.jsonl")]) == 2
+    assert "UTF-8" in capsys.readouterr().err
+
+
+def test_a_record_whose_text_holds_a_line_separator_is_one_record(tmp_path: Path) -> None:
+    log = tmp_path / "logs.jsonl"
+    record = {"prompt": "p", "output": "a\u2028b", "outcome": "accepted"}
+    log.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    good, bad = read_records(log)
+    assert not bad and [r.output for r in good] == ["a\u2028b"]
+
+
 def test_mapping_errors() -> None:
     with pytest.raises(ConfigError, match="OUTCOME=REWARD"):
         RewardMapping.parse("approved=1")
