@@ -79,5 +79,5 @@ def tracks_report(out: Path, tracks: Sequence[str]) -> tuple[Report, str]:
                                                             for t in tracks if t not in missing)),))]
     if missing:
         sections.append(Section("Not run", (Text("No finished run under " + ", ".join(
-            f"{out / t}" for t in missing) + "; run `python -m sandgym.demo --track TRACK --out OUT/TRACK`."),)))
+            f"{out / t}" for t in missing) + "; run `sandgym demo --track TRACK --out OUT/TRACK`."),)))
     return Report("sandgym demo: every track", tuple(sections), html_name="REPORT.html"), table.markdown()
