@@ -111,3 +111,26 @@ def read_rows(path: Path) -> list[EpisodeRow]:
         except (json.JSONDecodeError, TypeError):
             continue
     return rows
+
+
+PROMPTS_NAME = "prompts.json"
+"""Beside ``episodes.jsonl``: each evaluated task's first user message (its prompt), for the report's browser."""
+PROMPT_CHARS = 4_000
+"""A prompt is kept to this many characters (long documents placed inline would repeat megabytes)."""
+
+
+def write_prompts(out_dir: Path, tasks: Iterable[Task]) -> Path:
+    """``out_dir/prompts.json``: ``{task_id: {"text": prompt, "cut": characters cut}}``."""
+    data = {t.id: {"text": t.prompt[:PROMPT_CHARS], "cut": max(0, len(t.prompt) - PROMPT_CHARS)} for t in tasks}
+    path = Path(out_dir) / PROMPTS_NAME
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def read_prompts(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """The prompts written by :func:`write_prompts` (empty when there are none or they are unreadable)."""
+    try:
+        data = json.loads((Path(out_dir) / PROMPTS_NAME).read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -13,12 +13,12 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sandgym.envs.parsing import parse_turn
-from sandgym.evaluate.episodes import EpisodeRow, read_rows
+from sandgym.evaluate.episodes import EpisodeRow, read_prompts, read_rows
 from sandgym.evaluate.report_browser_js import BROWSER_CSS, BROWSER_JS
 from sandgym.evaluate.report_writer import Embed, Section, Text
 
@@ -32,6 +32,8 @@ class PolicyEpisodes:
 
     label: str
     rows: tuple[EpisodeRow, ...]
+    prompts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The tasks' prompts by task id, as :func:`~sandgym.evaluate.episodes.read_prompts` reads them (may be empty)."""
 
 
 def clip(text: str, limit: int = FIELD_CHARS) -> tuple[str, int]:
@@ -95,8 +97,15 @@ def browser_data(policies: Sequence[PolicyEpisodes], limit: int = FIELD_CHARS) -
     """What the page embeds: the policies' labels, the field limit, how many fields were cut, and every episode
     (policy by policy, in each policy's order)."""
     episodes = [episode_json(r, i, limit) for i, p in enumerate(policies) for r in p.rows]
+    tasks = {r.task_id for p in policies for r in p.rows}
+    prompts: dict[str, dict[str, Any]] = {}
+    for p in policies:
+        for task, prompt in p.prompts.items():
+            if task in tasks and task not in prompts and isinstance(prompt, Mapping):
+                text, cut = clip(str(prompt.get("text", "")), limit)
+                prompts[task] = {"text": text, "cut": cut + int(prompt.get("cut", 0) or 0)}
     return {"policies": [p.label for p in policies], "limit": limit, "cut": cut_fields(episodes),
-            "episodes": episodes}
+            "episodes": episodes, "prompts": prompts}
 
 
 def script_json(data: Any) -> str:
@@ -141,9 +150,10 @@ def episodes_at_hand(out: Path, metrics: Mapping[str, Any]) -> list[PolicyEpisod
     """The episodes an evaluation directory holds: ``episodes.jsonl`` (the candidate) and
     ``baseline/episodes.jsonl`` (the baseline, when the evaluation had one); empty when there are none."""
     out = Path(out)
-    policies = [PolicyEpisodes("candidate", tuple(read_rows(out / "episodes.jsonl")))]
+    policies = [PolicyEpisodes("candidate", tuple(read_rows(out / "episodes.jsonl")), read_prompts(out))]
     if metrics.get("baseline_policy"):
-        policies.append(PolicyEpisodes("baseline", tuple(read_rows(out / "baseline" / "episodes.jsonl"))))
+        policies.append(PolicyEpisodes("baseline", tuple(read_rows(out / "baseline" / "episodes.jsonl")),
+                                       read_prompts(out / "baseline")))
     return [p for p in policies if p.rows]
 
 

@@ -160,6 +160,8 @@ BROWSER_JS = r"""
     if (e.doc_tokens) meta.push(e.doc_tokens + "-token document");
     if (e.truncated) meta.push("truncated");
     add(c, el("p", "sg-meta", meta.join(" \u00b7 ")));
+    var prompt = (D.prompts || {})[e.task];
+    if (prompt) add(c, textBlock("task prompt", "sg-prompt", prompt.text, prompt.cut));
     var names = Object.keys(e.components);
     if (names.length) {
       var t = el("table", "sg-comp");
@@ -233,6 +235,7 @@ td.sg-infra{color:#7d4e00}
 .sg-colhead{display:flex;justify-content:space-between;align-items:center;gap:8px}
 .sg-card pre{white-space:pre-wrap;word-break:break-word;max-height:420px;overflow:auto;margin:2px 0}
 pre.sg-model{background:#f3f8ff}
+pre.sg-prompt{background:#fffbea}
 .sg-turn{border-top:1px solid var(--line);margin-top:10px}
 .sg-turn h5{margin:6px 0 0;font-size:13px}
 .sg-label{font-size:12px;font-weight:600;color:#57606a;margin:6px 0 0}

@@ -23,7 +23,7 @@ from sandgym.envs.rewards import RewardConfig
 from sandgym.errors import SandboxError
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import DEFAULT_N_TASKS, EvalConfig
-from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows
+from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows, write_prompts
 from sandgym.evaluate.policies import PolicyInfo, check_out_dir, check_policy, load_policy
 from sandgym.evaluate.report import write_reports
 from sandgym.rollout.progress import progress
@@ -101,6 +101,7 @@ def evaluate_policy(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "episodes.jsonl"
     tasks = list(tasks) if tasks is not None else load_tasks(config)
+    write_prompts(out_dir, tasks)
     done = {r.key for r in read_rows(path)}
     todo = [(seed, t) for seed in config.seeds for t in tasks if (seed, t.id) not in done]
     bar = progress(total=len(config.seeds) * len(tasks), initial=len(config.seeds) * len(tasks) - len(todo),

@@ -36,7 +36,7 @@ from sandgym.configs import to_dict, to_toml
 from sandgym.errors import ConfigError, SandgymError
 from sandgym.evaluate.aggregate import aggregate, with_pooled
 from sandgym.evaluate.config import EvalConfig
-from sandgym.evaluate.episodes import EpisodeRow, read_rows
+from sandgym.evaluate.episodes import EpisodeRow, read_prompts, read_rows
 from sandgym.evaluate.metrics import format_interval, format_p
 from sandgym.evaluate.policies import load_policy
 from sandgym.evaluate.report import write_reports
@@ -133,7 +133,8 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
         m.update(schema="sandgym.eval/v1", policy={"spec": specs[name]},
                  baseline_policy={"spec": specs[base]} if base else None, config=to_dict(cfg))
         (out / name / "metrics.json").write_text(json.dumps(m, indent=2, default=str), encoding="utf-8")
-        write_reports(out / name, m, [PolicyEpisodes(labels[n], tuple(rows[n])) for n in (name, base) if n])
+        write_reports(out / name, m, [PolicyEpisodes(labels[n], tuple(rows[n]), read_prompts(out / n))
+                                      for n in (name, base) if n])
         metrics[name] = m
     rl_vs_sft = aggregate(rows["sft_rl"], samples=cfg.samples, baseline=rows["sft"],
                           trained_families=cfg.trained_families)["baseline"]
@@ -243,7 +244,8 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
     run_dir = Path(cfg.out).parent / "train"
     if episodes is None:
         episodes = {name: read_rows(Path(cfg.out) / name / "episodes.jsonl") for name, _ in POLICIES}
-    browser = episodes_section([PolicyEpisodes(label, tuple(episodes.get(name, ()))) for name, label in POLICIES])
+    browser = episodes_section([PolicyEpisodes(label, tuple(episodes.get(name, ())), read_prompts(Path(cfg.out) / name))
+                                for name, label in POLICIES])
     behaviours, lengths = behaviour_table(cfg, metrics), length_table(metrics)
     fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
                      [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])

@@ -147,3 +147,27 @@ def test_eval_report_browses_the_candidate_and_its_baseline_from_their_episode_f
     data = json.loads(_parse((alone / "report.html").read_text()).scripts[0][1])
     assert data["policies"] == ["candidate"]
     assert "side by side" not in (alone / "report.md").read_text()
+
+
+def test_each_task_prompt_is_shown_once_cut_and_as_data(tmp_path):
+    """The evaluation writes prompts.json beside episodes.jsonl; the browser embeds each episode's task prompt,
+    cut to the field limit, hostile text as data, and only for tasks that have episodes."""
+    from sandgym.evaluate.episodes import PROMPT_CHARS, read_prompts, write_prompts
+    from sandgym.tasks.task import Task, Verifier
+
+    cand = policy_rows({"strings": 0.5})
+    tasks = sorted({r.task_id for r in cand})
+    long_prompt = "x" * (PROMPT_CHARS + 50)
+    made = [Task(id=t, domain="coding", family="strings", split="heldout", prompt=EVIL if i == 0 else long_prompt,
+                 verifier=Verifier(kind="match", answer="1")) for i, t in enumerate(tasks)]
+    write_prompts(tmp_path, [*made, Task(id="unused", domain="coding", family="x", split="heldout", prompt="p",
+                                         verifier=Verifier(kind="match", answer="1"))])
+    prompts = read_prompts(tmp_path)
+    assert prompts[tasks[1]]["cut"] == 50 and len(prompts[tasks[1]]["text"]) == PROMPT_CHARS
+    data = browser_data([PolicyEpisodes("candidate", cand, prompts)], limit=100)
+    assert set(data["prompts"]) == set(tasks)  # "unused" has no episode
+    assert data["prompts"][tasks[0]]["text"] == EVIL[:100]
+    assert data["prompts"][tasks[1]]["cut"] == PROMPT_CHARS - 100 + 50
+    page = _page([PolicyEpisodes("candidate", cand, prompts)])
+    assert [k for k, _ in _parse(page).scripts].count("application/json") == 1 and "<img" not in page.split("sg-data")[1]
+    assert read_prompts(tmp_path / "nowhere") == {}
