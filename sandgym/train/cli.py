@@ -65,7 +65,7 @@ def _train(args: argparse.Namespace, *, on_eval: Any = None) -> int:
 
     result = run(config, resume=bool(args.resume), on_eval=on_eval)
     done = result.steps - result.resumed_from
-    since = f", resumed at step {result.resumed_from}" if result.resumed_from else ""
+    since = f", resumed from step {result.resumed_from}" if result.resumed_from else ""
     print(f"trained {done} step{'s' if done != 1 else ''} (now at step {result.steps}{since})")
     print(f"run directory: {result.run_dir}")
     print(f"metrics:       {result.metrics_path}")
