@@ -52,7 +52,7 @@ RULES = (
     Rule("run label", re.compile(r"_s\d+\b"),
          "name the run by its track and date (e.g. make_demo-2026-12-06)",
          where=re.compile(r"^docs/|\.(md|toml|json|jsonl|txt)$")),
-    # a machine's own directories: not "/tmp" alone (a path the code uses) nor a URL's ".../work/..." segment.
+    # a machine's own directories: not "/tmp" alone (a path the code uses) nor a URL's path segment of the same name.
     Rule("machine path", re.compile(r"(?<![\w.~-])(?:/(?:work|root|Users)/|/tmp/(?:tmp)|/home/[A-Za-z_][\w.-]*/)"),
          "use a relative path (runs/..., docs/results/...) or a placeholder such as OUT or RUN_DIR"),
 )
@@ -126,7 +126,7 @@ FLAGGED = ["after session" " 12 the gain", "Sessions" " 24-25", "see issue #" "4
            "def test_session" "_11_forgeries", "out /" "work/main/runs", "/tmp/" "tmpab12cd/x", "/home/" "alice/x",
            "/ro" "ot/.cache", "/Us" "ers/bob/src", "docs/results/demo" "_s18/summary.json"]
 NOT_FLAGGED = ["an MCP session", "max_sessions", "--max-sessions 4", "E2BCodeSession", "start_new_session=True",
-               "a pytest session", "CPython issue gh-106905", "files under /tmp", "https://example.com/work/x",
+               "a pytest session", "CPython issue gh-106905", "files under /tmp", "https://example.com/" "work/x",
                "cd work/", "coding/strings/train/d1/s0-0", "a tissue 3 cells", "the issues we found"]
 
 
