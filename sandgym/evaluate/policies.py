@@ -125,10 +125,15 @@ def run_config_of(spec: str) -> Path | None:
     p = Path(spec).expanduser()
     if (p / "checkpoints").is_dir():
         return p / "config.toml" if (p / "config.toml").is_file() else None
-    if (p / "adapter_config.json").is_file():  # RUN/checkpoints/step-N or RUN/sft/adapter
-        return next((c for c in (p.parent.parent / "config.toml", p.parent.parent.parent / "config.toml")
-                     if c.is_file()), None)
+    if (p / "adapter_config.json").is_file():
+        return next((c for c in _run_configs_around(p) if c.is_file()), None)
     return None
+
+
+def _run_configs_around(adapter: Path) -> tuple[Path, Path]:
+    """Where the config of the run an adapter belongs to may be: RUN/checkpoints/step-N or RUN/sft/adapter give
+    RUN/config.toml, one level deeper its parent's."""
+    return adapter.parent.parent / "config.toml", adapter.parent.parent.parent / "config.toml"
 
 
 def trained_rollout(spec: str) -> tuple[Path, dict[str, Any]] | None:
@@ -144,7 +149,7 @@ def trained_rollout(spec: str) -> tuple[Path, dict[str, Any]] | None:
 
 def _adapter_base(adapter: Path, default: str) -> str:
     """The base model an adapter was trained on: the run's config when present, else the adapter config."""
-    for cfg in (adapter.parent.parent / "config.toml", adapter.parent.parent.parent / "config.toml"):
+    for cfg in _run_configs_around(adapter):
         if cfg.is_file():
             name = load_toml(cfg).get("model", {}).get("name")
             if name:
