@@ -202,8 +202,11 @@ class LocalSandbox:
                            literal_requests=args[0] == "worker.py")
         if self.python_env:  # the task's packages, read-only, in every sandbox process of this sandbox
             ro_binds = [*ro_binds, (self.python_env, pyenv.IN_ENV)]
+        # every sandboxed process (the worker's children: run_python, pytest, their subprocesses; the REPL; the
+        # solution's host) starts from the sandbox's own environment, so PATH, HOME and PYTHONPATH are what a test's
+        # ``subprocess.run([sys.executable, ...])`` or ``python -m`` expects (``-I`` keeps the worker itself apart)
         argv = bwrap_host.bwrap_argv(self._rt, work=self.host_workdir, grader=self._grader if grader else None,
-                                  tmp_mb=self.limits.tmp_mb, env={}, ro_binds=ro_binds,
+                                  tmp_mb=self.limits.tmp_mb, env=self.base_env(), ro_binds=ro_binds,
                                   as_pid_1=as_pid_1)
         real = os.path.realpath(self.python)
         if not real.startswith("/usr/"):
