@@ -18,7 +18,8 @@ Mapping (the sandbox has no Docker, no root and no /app, /tests, /logs):
   they name when it is in the build context;
 - verifier: ``kind="script"``: at grading time the check script writes tests/ to a fresh private directory,
   maps ``/tests``, ``/logs`` and WORKDIR to it and to the workspace, runs ``bash test.sh`` from the workspace
-  (``[verifier] env`` set, ``timeout_sec`` as its timeout) and prints the reward it wrote as ``{"score": x}``;
+  (``[verifier] env`` set, ``timeout_sec`` as its timeout; ``python`` and ``pytest`` on PATH as in Harbor's images)
+  and prints the reward it wrote as ``{"score": x}``;
 - reference: the workspace files that ``solution/solve.sh`` creates or changes, found by running it once in
   the sandbox at import time (``run_solution=False`` skips it; the task then has no reference);
 - limits: ``[agent] timeout_sec`` -> ``episode_timeout_s``, ``[verifier] timeout_sec`` -> ``exec_timeout_s``.
@@ -264,7 +265,7 @@ def parse_harbor_dir(path: str | Path, problems: list[Problem] | None = None) ->
         return None
     if _NETWORK.search(info.tests["test.sh"]):
         info.dropped.append("tests/test.sh installs or downloads tools (curl/apt/uv/pip...): the sandbox has no "
-                            "network, so those lines fail there; run pytest with the sandbox's python3 instead")
+                            "network, so those lines fail there; call pytest (or python3 -m pytest) instead")
     info.solution, _ = _read_tree(root / "solution", problems, "solution")
     return info
 
@@ -278,6 +279,21 @@ def _remap_prompt(text: str, workdir: str) -> str:
     return re.sub(_PATH_TOKEN.format(re.escape(workdir)), WORKSPACE, text)
 
 
+_COMMANDS = '''def commands(root, path):
+    """PATH with ``python`` and ``pytest`` commands (this interpreter) where the sandbox has none: Harbor's images
+    have both, and test.sh / solve.sh call them by name."""
+    import shlex, shutil
+    bindir = os.path.join(root, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    for name, argv in (("python", [sys.executable]), ("pytest", [sys.executable, "-m", "pytest"])):
+        if shutil.which(name, path=path) is None:
+            with open(os.path.join(bindir, name), "w") as f:
+                f.write("#!/bin/sh\\nexec " + shlex.join(argv) + ' "$@"\\n')
+            os.chmod(os.path.join(bindir, name), 0o755)
+    return bindir + os.pathsep + path
+'''
+
+
 def verifier_script(tests: Mapping[str, str], workdir: str, env: Mapping[str, str], timeout_s: float) -> str:
     """The check script: run Harbor's test.sh in a fresh private directory and print the reward it wrote."""
     data = json.dumps({"tests": dict(tests), "workdir": workdir, "env": dict(env), "timeout": timeout_s})
@@ -285,7 +301,7 @@ def verifier_script(tests: Mapping[str, str], workdir: str, env: Mapping[str, st
 SPEC = json.loads({data!r})
 root = tempfile.mkdtemp(prefix="harbor-")
 cwd = os.getcwd()
-def remap(text):
+{_COMMANDS}def remap(text):
     pairs = [("/tests", root + "/tests"), ("/logs", root + "/logs"), ("/solution", root + "/solution")]
     if SPEC["workdir"] not in ("/", ""):
         pairs.append((SPEC["workdir"], cwd))
@@ -303,6 +319,7 @@ envv = dict(os.environ, **SPEC["env"])
 # the sandbox's own packages (pytest, the task's requirements) stay importable for test.sh's python3
 extra = [p for p in sys.path if p and os.path.isdir(p) and p != cwd and not p.startswith(sys.base_prefix + "/lib")]
 envv["PYTHONPATH"] = os.pathsep.join(extra + [p for p in [envv.get("PYTHONPATH", "")] if p])
+envv["PATH"] = commands(root, envv.get("PATH") or os.defpath)
 try:
     r = subprocess.run(["bash", os.path.join(root, "tests", "test.sh")], cwd=cwd, env=envv, capture_output=True,
                        text=True, timeout=SPEC["timeout"])
@@ -356,7 +373,7 @@ def _run_solution(info: HarborTaskDir, sandbox: Sandbox, timeout_s: float) -> tu
     runner = f'''import json, os, re, subprocess, sys, tempfile
 files = json.loads({json.dumps(solution)!r}); workdir = {info.workdir!r}; cwd = os.getcwd()
 root = tempfile.mkdtemp(prefix="harbor-solution-")
-def remap(text):
+{_COMMANDS}def remap(text):
     pairs = [("/solution", root + "/solution")] + ([(workdir, cwd)] if workdir not in ("/", "") else [])
     for old, new in pairs:
         text = re.sub(r"(?<![\\w.\\-/])" + re.escape(old) + r"(?=/|\\b|$)", lambda m: new, text)
@@ -367,6 +384,7 @@ for rel, text in files.items():
 env = dict(os.environ, **json.loads({json.dumps(sol_env)!r}))
 env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p) and p != cwd
                                     and not p.startswith(sys.base_prefix + "/lib"))
+env["PATH"] = commands(root, env.get("PATH") or os.defpath)
 r = subprocess.run(["bash", os.path.join(root, "solution", "solve.sh")], cwd=cwd, env=env, capture_output=True,
                    text=True)
 print(r.returncode); print((r.stdout + r.stderr)[-1500:])

@@ -36,6 +36,14 @@ def test_runs_as_a_module():
     assert r.stdout.strip() == "5"
 """
 
+TEST_SH_BY_NAME = """#!/bin/bash
+cd /app
+python -c 'import sys; assert sys.executable' || exit 1
+pytest -q -rA /tests/test_outputs.py > /logs/verifier/pytest.txt 2>&1
+if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+"""test.sh as Harbor's own template writes it: ``pytest`` and ``python`` called by name (its image has both)."""
+
 SOLVE_SH = """#!/bin/bash
 cat > /app/wordcount.py <<'PY'
 import sys
@@ -45,7 +53,7 @@ PY
 """
 
 
-def make_cli_task(parent: Path, name: str = "word-count") -> Path:
+def make_cli_task(parent: Path, name: str = "word-count", *, test_sh: str = TEST_SH) -> Path:
     root = parent / name
     for sub in ("environment", "tests", "solution"):
         (root / sub).mkdir(parents=True)
@@ -56,7 +64,7 @@ def make_cli_task(parent: Path, name: str = "word-count") -> Path:
     (root / "environment" / "Dockerfile").write_text("FROM python:3.12-slim\nWORKDIR /app\nCOPY input.txt "
                                                      "/app/input.txt\n")
     (root / "environment" / "input.txt").write_text("one two three\nfour five\n")
-    (root / "tests" / "test.sh").write_text(TEST_SH)
+    (root / "tests" / "test.sh").write_text(test_sh)
     (root / "tests" / "test_outputs.py").write_text(TEST_OUTPUTS)
     (root / "solution" / "solve.sh").write_text(SOLVE_SH)
     return root
@@ -75,13 +83,13 @@ def test_import_verify_passes_for_a_task_that_runs_its_solution_with_sys_executa
     assert json.loads(out.read_text().splitlines()[0])["verifier"]["kind"] == "script"
 
 
-def test_oracle_solves_it_and_noop_does_not(tmp_path: Path):
+def test_oracle_solves_it_and_noop_does_not_with_pytest_and_python_called_by_name(tmp_path: Path):
     import gymnasium as gym
 
     import sandgym  # noqa: F401
     from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
 
-    make_cli_task(tmp_path)
+    make_cli_task(tmp_path, test_sh=TEST_SH_BY_NAME)
     (task,) = import_file("harbor", tmp_path)
     assert task.reference is not None, task.metadata["harbor"]["dropped"]
     env = gym.make("sandgym/Coding-v0", tasks=[task])
