@@ -66,7 +66,11 @@ def add_from_repo(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the train/heldout split of files and of the "
                    "mutations (default 0)")
     p.add_argument("--name", default=None, help="suite name in task ids (default: the folder name)")
-    p.add_argument("--max-file-kb", type=int, default=64, help="files larger than this are left out (default 64)")
+    p.add_argument("--max-file-kb", type=int, default=64,
+                   help="cap per data file (not Python source, which is kept whatever its size): larger ones that no "
+                        "source names are left out (default 64)")
+    p.add_argument("--max-data-mb", type=int, default=10,
+                   help="cap on all data files of the snapshot together, smallest kept first (default 10)")
     p.add_argument("--exclude-tests", action="append", default=[], metavar="GLOB",
                    help="test files to leave out, e.g. tests/test_huge.py (repeatable)")
     p.add_argument("--no-scrub", action="store_true", help="do not remove secrets (not recommended)")
@@ -87,7 +91,8 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     config = FromRepoConfig(
         repo=args.path, out=args.out, kinds=tuple(k.strip() for k in args.kinds.split(",") if k.strip()),
         max_tasks=args.max_tasks, heldout_fraction=args.heldout_fraction, seed=args.seed, name=args.name,
-        max_file_bytes=args.max_file_kb * 1000, exclude_tests=tuple(args.exclude_tests), scrub=not args.no_scrub,
+        max_file_bytes=args.max_file_kb * 1000, max_data_bytes=args.max_data_mb * 1_000_000,
+        exclude_tests=tuple(args.exclude_tests), scrub=not args.no_scrub,
         scrub_patterns=parse_patterns(args.scrub_pattern), timeout_s=args.timeout, backend=args.backend,
         requirements=tuple(args.requirement))
     print(f"sandgym tasks from-repo: {args.path}, writing to {args.out} ({TASKS_NAME}, {REPORT_NAME})",
@@ -101,6 +106,7 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     why = base.pop("failures_by_reason", {})
     cfg = base.pop("pytest_config", None)
     missing, network = base.pop("missing_modules", []), base.pop("network_errors", 0)
+    own = base.pop("missing_own_modules", [])
     print(f"baseline: {base}; secrets removed: {report['scrub']['by_kind'] or 'none'}")
     if cfg:
         print(f"  pytest configuration from {cfg['source']}: kept {sorted(cfg['options']) or 'nothing'}, "
@@ -112,6 +118,8 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
     if missing:
         print(f"  missing modules: {', '.join(missing)}: declare the packages with --requirement (-r), e.g. "
               f"-r {missing[0]}")
+    for entry in own:
+        print(f"  {entry['hint']}")
     if network:
         print(f"  {network} baseline error line(s) need a network, which the sandbox does not have")
     print(f"wrote {Path(args.out) / TASKS_NAME} and {Path(args.out) / REPORT_NAME}")

@@ -24,6 +24,7 @@ from typing import Any
 from sandgym.errors import ConfigError, SandboxError, TaskError
 from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import (
+    DEFAULT_MAX_DATA_BYTES,
     DEFAULT_MAX_FILE_BYTES,
     Snapshot,
     keys_with_imports,
@@ -63,6 +64,10 @@ class FromRepoConfig:
     name: str | None = None
     """Suite name used in task ids (default: the repository folder's name)."""
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    """Cap per data file (a file in a package or under a test folder that is not Python source) that no source
+    names; Python source and the data files it names are kept whatever their size (``snapshot.py``)."""
+    max_data_bytes: int = DEFAULT_MAX_DATA_BYTES
+    """Cap on all the snapshot's data files together (smallest kept first; the rest listed as skipped)."""
     exclude_tests: tuple[str, ...] = ()
     """Glob patterns of test files to leave out (e.g. a suite of 50k parametrised cases too slow to re-run per
     candidate); they are listed in the report's skipped files."""
@@ -246,7 +251,8 @@ def _is_special(target: Target) -> bool:
 
 def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = None) -> FromRepoResult:
     """Make verified tasks from a repository (see the module docstring); nothing is written."""
-    snap = read_repo(config.repo, max_file_bytes=config.max_file_bytes, exclude_tests=tuple(config.exclude_tests))
+    snap = read_repo(config.repo, max_file_bytes=config.max_file_bytes, max_data_bytes=config.max_data_bytes,
+                     exclude_tests=tuple(config.exclude_tests))
     scrubber = Scrubber(dict(config.scrub_patterns))
     files, tests, support = dict(snap.files), dict(snap.tests), dict(snap.support)
     if snap.pytest_config is not None:  # the grader runs every hidden test with the repository's settings
@@ -275,7 +281,7 @@ def from_repo(config: FromRepoConfig, sandbox_factory: SandboxFactory | None = N
         baseline: dict[str, Any] = {"collected": base.reported, "passed": len(passing), "test_files": len(tests),
                                     "wall_s": wall, "collection_errors": errors[:20],
                                     "failures_by_reason": dict(why.most_common(10)),
-                                    **diagnose([*errors, *why]),
+                                    **diagnose([*errors, *why], snap),
                                     "pytest_config": snap.pytest_config.to_json() if snap.pytest_config else None}
         runner.timeout_s = 3 * wall + 10.0
         made, discards, splits = _generate(config, snap, files, tests, base, passing, runner, scrubber)
@@ -288,12 +294,41 @@ _NETWORK = re.compile(r"name resolution|Name or service not known|Network is unr
                       r"getaddrinfo|Connection refused|urlopen error")
 
 
-def diagnose(reasons: list[str]) -> dict[str, Any]:
-    """What the baseline's error lines point at: ``missing_modules`` (install them with ``--requirement``) and
-    ``network_errors`` (the sandbox has no network: those tests cannot decide tasks)."""
-    missing = sorted({m.group(1).split(".")[0] for r in reasons
-                      for m in [re.search(r"No module named '([\w.]+)'", r)] if m})
-    return {"missing_modules": missing, "network_errors": sum(bool(_NETWORK.search(r)) for r in reasons)}
+def diagnose(reasons: list[str], snap: Snapshot | None = None) -> dict[str, Any]:
+    """What the baseline's error lines point at.
+
+    ``missing_modules``: modules that no file of the repository provides (install them with ``--requirement``);
+    ``missing_own_modules``: modules the repository itself provides (``snap``) that did not import, each with where
+    it lies, the files of it the snapshot left out and a ``hint`` (never to install the project itself);
+    ``network_errors``: lines that need a network (the sandbox has none: those tests cannot decide tasks)."""
+    names = sorted({m.group(1) for r in reasons for m in [re.search(r"No module named '([\w.]+)'", r)] if m})
+    own: list[dict[str, Any]] = []
+    external: set[str] = set()
+    for name in names:
+        kept, left_out = snap.locate_module(name) if snap is not None else ([], [])
+        if kept or left_out:
+            own.append({"module": name, "in_snapshot": kept[:5], "skipped": [list(s) for s in left_out[:10]],
+                        "hint": _own_module_hint(name, kept, left_out)})
+        else:
+            external.add(name.split(".")[0])
+    return {"missing_modules": sorted(external), "missing_own_modules": own,
+            "network_errors": sum(bool(_NETWORK.search(r)) for r in reasons)}
+
+
+def _own_module_hint(name: str, kept: list[str], left_out: list[tuple[str, str]]) -> str:
+    top = name.split(".")[0]
+    if left_out:
+        shown = "; ".join(f"{p} ({why})" for p, why in left_out[:3]) + (" and more" if len(left_out) > 3 else "")
+        return (f"the project's own module {name!r} did not import: the snapshot left out {shown}; it is part of "
+                f"the repository, not a package to install with --requirement (see the report's snapshot.skipped)")
+    at_root = any(p == f"{top}.py" or p.startswith(f"{top}/") for p in kept)
+    if not at_root:
+        return (f"the project's own module {name!r} did not import: it lies at {kept[0]}, which is not importable "
+                f"from the workspace root (only a src/ layout is flattened); not a package to install with "
+                f"--requirement")
+    return (f"the project's own module {name!r} did not import although the snapshot holds {kept[0]}: see the "
+            f"collection errors (a compiled extension from-repo cannot build?); not a package to install with "
+            f"--requirement")
 
 
 def _last_error_line(message: str) -> str:

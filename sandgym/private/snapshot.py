@@ -1,8 +1,17 @@
 """Read a local Python repository into a small text snapshot: source files for the workspace, test files apart.
 
 Skipped (and reported): VCS and build folders, caches, virtual environments, docs and examples, compiled build
-outputs, binary files outside the package and its tests, files over the size cap. A ``src/`` layout is flattened (``src/pkg/x.py`` -> ``pkg/x.py``) so
-that the package imports from the workspace root, which is on ``sys.path`` when hidden tests run.
+outputs, binary files outside the package and its tests, and data over the caps. A ``src/`` layout is flattened
+(``src/pkg/x.py`` -> ``pkg/x.py``) so that the package imports from the workspace root, which is on ``sys.path`` when
+hidden tests run.
+
+Sizes: source (``.py``/``.pyi`` files, tests and helpers included, and the root ``pyproject.toml``/``setup.cfg``/
+``README``) is kept whatever its size, since a package missing a module does not import: a 150 KB main module or a
+generated 5 MB table module the package imports comes along (every task carries it), up to ``MAX_SOURCE_BYTES`` in
+all, past which the snapshot is refused with the largest files named. Only data (the other files in a package or
+under test folders, text or binary) is capped: a data file over ``max_file_bytes`` is left out unless some source
+names it (``Path(__file__).parent / "IdnaTestV2.txt"``: the tests read it), and all data together stays within
+``max_data_bytes`` (smallest files first); each file left out is listed with its reason.
 
 Tests keep the repository's layout (``tests/unit/test_x.py`` stays that path), and what they need comes with them
 as hidden support files: ``conftest.py`` at every level (the root one too), helper modules, ``__init__.py`` files
@@ -33,7 +42,14 @@ SKIP_DIRS = frozenset({
 })
 TEXT_FILES = frozenset({"pyproject.toml", "setup.cfg", "README.md", "README.rst", "README.txt", "README"})
 TEST_DIRS = frozenset({"tests", "test", "testing"})
+SOURCE_SUFFIXES = frozenset({".py", ".pyi"})
 DEFAULT_MAX_FILE_BYTES = 64_000
+"""Per-file cap on data files that no source names (``--max-file-kb``); source is never capped per file."""
+DEFAULT_MAX_DATA_BYTES = 10_000_000
+"""Cap on all data files of a snapshot together (``--max-data-mb``)."""
+MAX_SOURCE_BYTES = 64_000_000
+"""Source past this (a vendored monorepo) is refused: every task carries the whole snapshot, and the sandbox's
+workspace is a 256 MiB tmpfs (``Limits.workspace_mb``)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,21 @@ class Snapshot:
 
     def repo_path(self, workspace_path: str) -> str:
         return self.renamed.get(workspace_path, workspace_path)
+
+    def locate_module(self, module: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """Where the repository itself holds the top-level package or module of ``module`` (``pkg.sub`` ->
+        ``pkg/...`` or ``pkg.py`` at any depth): (its source files in the snapshot, its files left out with their
+        reasons). Both empty: the repository does not provide it (a dependency to install)."""
+        top = module.split(".")[0]
+
+        def inside(path: str) -> bool:
+            parts = path.split("/")
+            return top in parts[:-1] or parts[-1].split(".")[0] == top
+
+        kept = sorted(p for p in {*self.files, *self.support, *self.tests} if p.endswith(".py") and inside(p))
+        left_out = [(p, why) for p, why in self.skipped if inside(p) and
+                    (p.endswith(tuple(SOURCE_SUFFIXES | COMPILED)) or top in p.split("/")[:-1])]
+        return kept, left_out
 
     def source_files(self) -> list[str]:
         """Python files that may hold task targets (not tests, not build helpers)."""
@@ -86,9 +117,11 @@ def _in_package(base: Path, rel: Path) -> bool:
 
 
 def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-              exclude_tests: tuple[str, ...] = ()) -> Snapshot:
-    """Snapshot a repository folder; TaskError when it is not a folder or holds no Python source or tests.
+              max_data_bytes: int = DEFAULT_MAX_DATA_BYTES, exclude_tests: tuple[str, ...] = ()) -> Snapshot:
+    """Snapshot a repository folder; TaskError when it is not a folder, holds no Python source or tests, or more
+    source than ``MAX_SOURCE_BYTES``.
 
+    ``max_file_bytes`` / ``max_data_bytes``: the caps on data (see the module docstring); source is never cut.
     ``exclude_tests``: glob patterns (``tests/test_version.py``, ``tests/slow/*``) of test files to leave out."""
     base = Path(root).resolve()
     if not base.is_dir():
@@ -97,10 +130,9 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     files: dict[str, str] = {}
     tests: dict[str, str] = {}
     support: dict[str, str] = {}
-    data: dict[str, bytes] = {}
-    support_data: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
     skipped: list[tuple[str, str]] = []
+    pending: list[_Data] = []
     for path in sorted(base.rglob("*")):
         rel = path.relative_to(base)
         if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts[:-1]) or not path.is_file():
@@ -109,41 +141,32 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             skipped.append((rel.as_posix(), "symlink"))
             continue
         in_tests = _in_test_dir(rel) or rel.as_posix() == "conftest.py"
-        package_data = not in_tests and path.suffix != ".py" and _in_package(base, rel)
-        if not (path.suffix == ".py" or rel.name in TEXT_FILES or in_tests or package_data):
+        source = path.suffix in SOURCE_SUFFIXES or rel.name in TEXT_FILES
+        package_data = not in_tests and not source and _in_package(base, rel)
+        if not (source or in_tests or package_data):
             continue
         if path.suffix in COMPILED:
             skipped.append((rel.as_posix(), "compiled build output"))
             continue
-        raw = path.read_bytes()
-        if len(raw) > max_file_bytes:
-            skipped.append((rel.as_posix(), f"over {max_file_bytes} bytes"))
+        if in_tests and rel.name == "pytest.ini":
+            skipped.append((rel.as_posix(), "a nested pytest.ini (the root configuration applies)"))
             continue
         ws = rel.as_posix()
         if src_layout and rel.parts[0] == "src" and len(rel.parts) > 1:
             ws = Path(*rel.parts[1:]).as_posix()
-        try:
-            text = raw.decode("utf-8") if b"\0" not in raw else None
-        except UnicodeDecodeError:
-            text = None
-        if text is None:  # binary: data the tests or the package read, carried as bytes
-            if in_tests:
-                support_data[rel.as_posix()] = raw
-            elif package_data:
-                data[ws] = raw
-                if ws != rel.as_posix():
-                    renamed[ws] = rel.as_posix()
-            else:
-                skipped.append((rel.as_posix(), "binary"))  # a binary .py, or outside the package and tests
+        raw = path.read_bytes()
+        if not source:  # data: placed after the caps below
+            pending.append(_Data(rel.as_posix(), ws, raw, in_tests))
+            continue
+        text = _text(raw)
+        if text is None:
+            skipped.append((rel.as_posix(), "binary"))  # a binary .py
             continue
         if is_test_file(rel):
             if any(fnmatch.fnmatch(rel.as_posix(), pattern) for pattern in exclude_tests):
                 skipped.append((rel.as_posix(), "excluded by --exclude-tests"))
             else:
                 tests[rel.as_posix()] = text
-            continue
-        if in_tests and rel.name == "pytest.ini":
-            skipped.append((rel.as_posix(), "a nested pytest.ini (the root configuration applies)"))
             continue
         if in_tests:
             support[rel.as_posix()] = text
@@ -156,8 +179,81 @@ def read_repo(root: str | Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         raise TaskError(f"{base}: no Python source files found (skipped: {len(skipped)}); point at a Python repo")
     if not tests:
         raise TaskError(f"{base}: no pytest files (test_*.py or *_test.py) found; from-repo needs the repo's tests")
-    return Snapshot(str(base), files, tests, support, tuple(skipped), renamed, read_pytest_config(base), data,
-                    support_data)
+    _check_source_size(base, {**files, **tests, **support})
+    sources = [*files.values(), *tests.values(), *support.values()]
+    data: dict[str, bytes] = {}
+    support_data: dict[str, bytes] = {}
+    for item in _cap_data(pending, sources, max_file_bytes, max_data_bytes, skipped):
+        text = _text(item.raw)
+        if item.in_tests:  # beside the tests, hidden: text ones with the support files, binary ones as bytes
+            if text is None:
+                support_data[item.rel] = item.raw
+            else:
+                support[item.rel] = text
+            continue
+        if item.ws != item.rel:
+            renamed[item.ws] = item.rel
+        if text is None:  # binary package data (compiled locale catalogues, images)
+            data[item.ws] = item.raw
+        else:
+            files[item.ws] = text
+    return Snapshot(str(base), dict(sorted(files.items())), tests, dict(sorted(support.items())),
+                    tuple(sorted(skipped)), renamed, read_pytest_config(base), data, support_data)
+
+
+@dataclass(frozen=True)
+class _Data:
+    """A data file (not source) waiting for the caps: repository path, workspace path, bytes, under a test folder."""
+
+    rel: str
+    ws: str
+    raw: bytes
+    in_tests: bool
+
+
+def _text(raw: bytes) -> str | None:
+    """``raw`` as UTF-8 text, or None for a binary file (a NUL byte, or not UTF-8)."""
+    if b"\0" in raw:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _cap_data(pending: list[_Data], sources: list[str], max_file_bytes: int, max_data_bytes: int,
+              skipped: list[tuple[str, str]]) -> list[_Data]:
+    """The data files kept: each within ``max_file_bytes`` unless a source names it (the tests read it), and all
+    within ``max_data_bytes``, smallest first; the others go to ``skipped`` with the cap that left them out."""
+    joined = ""
+    fits: list[_Data] = []
+    for item in pending:
+        if len(item.raw) > max_file_bytes:
+            joined = joined or "\n".join(sources)
+            if Path(item.rel).name not in joined:
+                skipped.append((item.rel, f"data file of {len(item.raw)} bytes, over the {max_file_bytes}-byte cap "
+                                          "per data file, and no source names it (--max-file-kb)"))
+                continue
+        fits.append(item)
+    kept: list[_Data] = []
+    total = 0
+    for item in sorted(fits, key=lambda d: (len(d.raw), d.rel)):
+        if total + len(item.raw) > max_data_bytes:
+            skipped.append((item.rel, f"data file of {len(item.raw)} bytes, past the snapshot's {max_data_bytes}-byte "
+                                      "cap on all data files (--max-data-mb)"))
+            continue
+        total += len(item.raw)
+        kept.append(item)
+    return kept
+
+
+def _check_source_size(base: Path, sources: Mapping[str, str]) -> None:
+    total = sum(len(text.encode("utf-8")) for text in sources.values())
+    if total > MAX_SOURCE_BYTES:
+        largest = sorted(sources, key=lambda p: -len(sources[p]))[:5]
+        raise TaskError(f"{base}: {total} bytes of Python source, over {MAX_SOURCE_BYTES} (every task carries the "
+                        f"whole snapshot); the largest: {', '.join(largest)}; point PATH at the project's own folder "
+                        "(its package and its tests), not at a folder of vendored or generated code")
 
 
 # ---- hidden-test selection ------------------------------------------------------------------------------------

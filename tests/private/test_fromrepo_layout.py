@@ -157,4 +157,4 @@ def test_the_baseline_says_which_modules_are_missing(tmp_path) -> None:  # type:
     assert made.baseline["passed"] == 1 and made.baseline["missing_modules"] == ["freezegun_not_installed"]
     assert any("freezegun_not_installed" in e for e in made.baseline["collection_errors"])
     assert diagnose(["URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"]) == {
-        "missing_modules": [], "network_errors": 1}
+        "missing_modules": [], "missing_own_modules": [], "network_errors": 1}

@@ -126,7 +126,7 @@ def test_select_tests_keeps_a_test_that_a_kept_test_calls() -> None:
 def test_snapshot_skips_and_flattens(tmp_path: Path) -> None:
     (tmp_path / "src" / "pkg").mkdir(parents=True)
     (tmp_path / "src" / "pkg" / "__init__.py").write_text("X = 1\n")
-    (tmp_path / "src" / "pkg" / "big.py").write_text("# " + "x" * 5000 + "\n")
+    (tmp_path / "src" / "pkg" / "big.dat").write_text("x" * 5000 + "\n")  # data over the cap, named by no source
     (tmp_path / "src" / "pkg" / "bin.py").write_bytes(b"\0\1\2")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "hook.py").write_text("print(1)\n")
@@ -141,7 +141,7 @@ def test_snapshot_skips_and_flattens(tmp_path: Path) -> None:
     assert snap.repo_path("pkg/__init__.py") == "src/pkg/__init__.py"
     assert set(snap.tests) == {"tests/unit/test_pkg.py", "tests/integration/test_pkg.py"}  # layout kept
     reasons = dict(snap.skipped)
-    assert reasons["src/pkg/big.py"].startswith("over") and reasons["src/pkg/bin.py"] == "binary"
+    assert "over the 1000-byte cap" in reasons["src/pkg/big.dat"] and reasons["src/pkg/bin.py"] == "binary"
     assert "tests/conftest.py" in snap.support and "tests/conftest.py" not in snap.files
     fewer = read_repo(tmp_path, max_file_bytes=1000, exclude_tests=("tests/integration/*",))
     assert set(fewer.tests) == {"tests/unit/test_pkg.py"}
