@@ -10,6 +10,7 @@ from typing import Any
 from sandgym.configs import load_dataclass
 from sandgym.errors import ConfigError
 from sandgym.rollout.spec import RolloutSpec
+from sandgym.tasks.registry import DEFAULT_TASK_SEED
 
 DEFAULT_N_TASKS = 16
 """Tasks drawn from each generated suite when ``n_tasks`` is not given."""
@@ -47,8 +48,8 @@ class EvalConfig:
     n_tasks: int | None = None
     """Tasks drawn from each suite: None takes ``DEFAULT_N_TASKS`` from a generated suite and a JSONL file or task
     folder whole; a number caps both."""
-    task_seed: int = 1
-    """Seed that picks the tasks of a generated suite."""
+    task_seed: int = DEFAULT_TASK_SEED
+    """Seed that picks the tasks of a generated suite (``sandgym serve`` defaults to the same one)."""
     difficulty: int | None = None
     """Difficulty of a generated suite's tasks, 1 (very easy) to 4; unset mixes the levels."""
     baseline: str | None = None

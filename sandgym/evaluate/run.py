@@ -20,7 +20,7 @@ from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.configs import to_dict
 from sandgym.envs.rewards import RewardConfig
-from sandgym.errors import SandboxError
+from sandgym.errors import ConfigError, SandboxError
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import DEFAULT_N_TASKS, EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows, write_prompts
@@ -131,6 +131,12 @@ def _run_batches(policy: Any, make_env: EnvPool, config: EvalConfig, tasks: Sequ
                             first_group_id=_group_base(seed, tasks, chunk[0]))
             if stop_on_broken_sandbox and trajs and all(t.infra_failure for t in trajs):  # a broken sandbox: stop now, not after every task
                 bar.close()
+                first = str(trajs[0].metadata.get("infra_error", "unknown"))
+                kind, _, rest = first.partition(": ")
+                if rest.startswith("ConfigError: "):  # the env refused its configuration (a remote server's tasks
+                    # are not these): its message says what to change; the sandbox is not in question
+                    raise ConfigError(f"every episode of an evaluation batch failed at {kind}: "
+                                      f"{rest.removeprefix('ConfigError: ')}")
                 raise SandboxError(f"every episode of an evaluation batch failed in the {config.rollout.sandbox!r} sandbox; "
                                    f"first error: {trajs[0].metadata.get('infra_error', 'unknown')}. Check it with "
                                    f"`sandgym sandbox check --backend {config.rollout.sandbox}`")

@@ -15,7 +15,7 @@ from typing import Any
 import sandgym.interop  # noqa: F401  (registers the harbor import format)
 from sandgym.errors import ConfigError
 from sandgym.interop.harbor_export import export_harbor
-from sandgym.tasks.registry import load_suite
+from sandgym.tasks.registry import DEFAULT_TASK_SEED, load_suite
 
 
 def add_commands(subparsers: Any) -> None:
@@ -24,6 +24,10 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--env", dest="env_opt", default=None, help="env id (same as the positional argument)")
     p.add_argument("--tasks", default=None, help="suite spec or task file for the env's `tasks` kwarg")
     p.add_argument("--env-kwargs", default=None, help="JSON object of extra env keyword arguments")
+    p.add_argument("--task-seed", type=int, default=DEFAULT_TASK_SEED,
+                   help=f"seed that picks a generated suite's tasks (default {DEFAULT_TASK_SEED}, as `sandgym eval "
+                   "--task-seed`, so an evaluation through this server draws its tasks); --env-kwargs' suite_seed "
+                   "wins")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--max-sessions", type=int, default=4, help="concurrent WebSocket sessions (one env each)")
@@ -76,7 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.tasks:
         kwargs["tasks"] = args.tasks
     serve(env_id, env_kwargs=kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions,
-          warm=args.warm)
+          warm=args.warm, task_seed=args.task_seed)
     return 0
 
 

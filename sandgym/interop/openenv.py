@@ -9,7 +9,8 @@ Wire types (pydantic, OpenEnv's ``Action``/``Observation``/``State``):
   ``done`` and ``reward`` (0.0 until the episode ends, then sandgym's reward);
 - ``SandgymState``: ``episode_id``, ``step_count``, ``task_id``, ``done``.
 
-Reset takes ``seed`` and ``task_id`` (a task of the env's suite). Each WebSocket session gets its own env
+Reset takes ``seed`` and ``task_id`` (a task of the env's suite; an id the suite does not hold is refused with the
+suite, its task seed and the ``--task-seed`` that makes the client's tasks the server's). Each WebSocket session gets its own env
 instance (``max_sessions`` at once); HTTP ``/reset`` and ``/step`` are OpenEnv's stateless endpoints (a fresh
 env per request), so episodes need the WebSocket client (``SandgymEnvClient``).
 """
@@ -27,7 +28,10 @@ from pydantic import Field
 
 import sandgym  # noqa: F401  (registers sandgym/* ids and plugins)
 from sandgym.agents.env_pool import EnvPool
-from sandgym.envs.registration import resolve_env_id
+from sandgym.envs.registration import env_creator, resolve_env_id
+from sandgym.envs.tool_env import ToolEnv
+from sandgym.errors import ConfigError
+from sandgym.interop.openenv_remote import TASK_REFUSED
 
 __all__ = ["SandgymAction", "SandgymObservation", "SandgymState", "SandgymEnvironment", "SandgymEnvClient",
            "make_app", "serve"]
@@ -77,6 +81,8 @@ class SandgymEnvironment(Environment[SandgymAction, SandgymObservation, SandgymS
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
               **kwargs: Any) -> SandgymObservation:
+        if task_id:
+            self._check_task(task_id)
         options = {"task": task_id} if task_id else None
         text, info = self.env.reset(seed=seed, options=options)
         self._state = SandgymState(episode_id=episode_id, step_count=0, task_id=info["task_id"])
@@ -97,6 +103,17 @@ class SandgymEnvironment(Environment[SandgymAction, SandgymObservation, SandgymS
             reward=float(reward), reward_components={k: float(v) for k, v in info.get("reward_components",
                                                                                        {}).items()},
             info=extra)
+
+    def _check_task(self, task_id: str) -> None:
+        """Refuse a task id the served suite does not hold, naming the flag that makes the client's tasks ours."""
+        source = getattr(self.env.unwrapped, "task_source", None)
+        if source is None or not isinstance(source.spec, str):
+            return
+        ids = {t.id for t in source.tasks}
+        if task_id not in ids:
+            raise ConfigError(f"task id {task_id!r} {TASK_REFUSED} {len(ids)} tasks of {source.spec!r}, "
+                              f"drawn with task seed {source.seed}: draw the client's tasks with "
+                              f"`--task-seed {source.seed}` (sandgym eval), or serve with the client's --task-seed")
 
     @property
     def state(self) -> SandgymState:
@@ -127,15 +144,18 @@ class SandgymEnvClient(EnvClient[SandgymAction, SandgymObservation, SandgymState
 
 
 def make_app(env_id: str = "sandgym/Coding-v0", env_kwargs: Mapping[str, Any] | None = None,
-             max_sessions: int = 4, warm: bool = True) -> Any:
+             max_sessions: int = 4, warm: bool = True, task_seed: int | None = None) -> Any:
     """The FastAPI app of OpenEnv's ``HTTPEnvServer`` serving ``env_id`` (the env id is checked here).
 
     ``warm``: sessions take their env from a shared ``EnvPool`` (``app.state.sandgym_pool``) and give it back when
     they end, so a new session starts on a warm env and sandbox (reset in place between episodes) instead of
-    starting a sandbox; at most ``max_sessions`` envs are kept."""
+    starting a sandbox; at most ``max_sessions`` envs are kept. ``task_seed``: the seed of a sandgym env's suite
+    (its ``suite_seed``, unless ``env_kwargs`` sets one); None keeps the env's own."""
 
     env_id = resolve_env_id(env_id)
     kwargs = dict(env_kwargs or {})
+    if task_seed is not None and "suite_seed" not in kwargs and _takes_suite_seed(env_id):
+        kwargs["suite_seed"] = task_seed
     probe = gym.make(env_id, **kwargs)  # fail now (bad id, kwargs or suite), not in the first session
     pool = EnvPool(lambda: gym.make(env_id, **kwargs), max_idle=max_sessions) if warm else None
     probe.close()
@@ -148,9 +168,16 @@ def make_app(env_id: str = "sandgym/Coding-v0", env_kwargs: Mapping[str, Any] | 
     return app
 
 
+def _takes_suite_seed(env_id: str) -> bool:
+    """Whether ``env_id`` is one of sandgym's tool envs (its tasks a suite with a seed), not a plugin's own class."""
+    creator = env_creator(env_id)
+    return isinstance(creator, type) and issubclass(creator, ToolEnv)
+
+
 def serve(env_id: str = "sandgym/Coding-v0", *, env_kwargs: Mapping[str, Any] | None = None,
-          host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 4, warm: bool = True) -> None:
+          host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 4, warm: bool = True,
+          task_seed: int | None = None) -> None:
     """Run the server until interrupted (uvicorn)."""
     import uvicorn
 
-    uvicorn.run(make_app(env_id, env_kwargs, max_sessions, warm), host=host, port=port, log_level="info")
+    uvicorn.run(make_app(env_id, env_kwargs, max_sessions, warm, task_seed), host=host, port=port, log_level="info")

@@ -31,6 +31,10 @@ from sandgym.envs.spaces import AnyText
 from sandgym.errors import ConfigError, SandboxError
 from sandgym.tasks.task import Task
 
+TASK_REFUSED = "is not among this server's"
+"""How a ``sandgym serve`` server's refusal of a task id it does not hold begins (``sandgym.interop.openenv``); that
+error names the ``--task-seed`` that makes the client's tasks the server's."""
+
 __all__ = ["ENV_ID", "OpenEnvRemoteEnv"]
 
 ENV_ID = "sandgym/OpenEnv-v0"
@@ -105,10 +109,12 @@ class OpenEnvRemoteEnv(gym.Env[str, str]):
             kwargs["task_id"] = task_id
         try:
             result = self._client.reset(**kwargs)
-        except Exception:  # the server closes the session after an error: reconnect once and retry
+        except Exception as exc:  # the server closes the session after an error: reconnect once and retry
             self._client.close()
             self._client = self._make_client()
             self._client.connect()
+            if TASK_REFUSED in str(exc):  # a sandgym server without this task: the tasks differ, retrying won't help
+                raise ConfigError(f"OpenEnv server {self.url}: {exc}") from exc
             try:
                 result = self._client.reset(**kwargs)
             except Exception as exc:

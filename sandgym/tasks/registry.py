@@ -29,6 +29,9 @@ DEFAULT_PER_FAMILY = 4
 """Tasks per family and split when neither ``n`` nor ``@n`` is given."""
 DEFAULT_PLUGIN_N = 8
 """Tasks per split of a plugin suite when neither ``n`` nor ``@n`` is given."""
+DEFAULT_TASK_SEED = 1
+"""The seed that picks a generated suite's tasks when a command is given none: ``sandgym eval --task-seed`` and
+``sandgym serve --task-seed`` both default to it, so an evaluation through a served suite draws the server's tasks."""
 
 SuiteFn = Callable[[str, int, int, "int | None"], list[Task]]
 

@@ -135,12 +135,10 @@ def test_training_rolls_out_on_a_remote_server(serve, tiny_model_dir, tmp_path: 
 
 
 def test_a_refused_reset_names_the_server_and_the_next_reset_reconnects(serve, tmp_path: Path) -> None:
-    from sandgym.errors import SandboxError
-
     url = serve(make_app("sandgym/Coding-v0", {"tasks": str(write_suite(tmp_path / "tasks.jsonl"))}))
     env = gym.make("sandgym/OpenEnv-v0", url=url)
     try:
-        with pytest.raises(SandboxError, match="is not in this env's tasks"):
+        with pytest.raises(ConfigError, match=f"{url}.*is not among this server's 1 tasks.*--task-seed 0"):
             env.reset(options={"task": "demo/unknown"})
         _, info = env.reset(options={"task": ADD_ONE.id})
         assert info["task_id"] == ADD_ONE.id
