@@ -3,7 +3,8 @@
 Grading runs only after the agent's last turn. Hidden tests and traps go to ``Sandbox.run_tests`` (which keeps
 them out of the agent's reach); they are never written into the workspace. Traps run as their own pytest session,
 so a crash or ``os._exit`` in a trap cannot take main-test results with it. Runtime signals (``task.metadata
-["signals"]``: signal -> hidden test names) are read from the main run's structured report.
+["signals"]``: signal -> hidden test names, and a service stack's measured values, ``sandgym.tasks.stack``) are
+read from the main run's structured report.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sandgym.envs.outcome import Actions, Grade
 from sandgym.errors import ConfigError
 from sandgym.sandbox.protocol import TestReport
 from sandgym.tasks.matchers import match
+from sandgym.tasks.stack import measured_signals
 from sandgym.tasks.task import Task
 from sandgym.tasks.verifier_errors import check_script, verifier_failure
 
@@ -87,9 +89,12 @@ def grade(ctx: ToolContext, actions: Actions | None = None) -> Grade:
             wall += _record(ctx, traps)
             traps_passed = traps.passed
         signals = ctx.task.metadata.get("signals") or {}
+        scores = signal_scores(report, signals) if isinstance(signals, Mapping) else {}
+        if ctx.task.metadata.get("stack"):  # a service stack's measured values (p95_ms, rss_growth_mb, ...)
+            scores.update(measured_signals(report))
         return Grade(kind="tests", tests_passed=passed, tests_expected=v.expected_tests, traps_passed=traps_passed,
                      traps_expected=v.expected_traps if v.traps else 0, grader_exceptions=errors, wall_s=wall,
-                     signals=signal_scores(report, signals) if isinstance(signals, Mapping) else {},
+                     signals=scores,
                      task_error=_collection_failure(ctx.task, report))
     if v.kind == "match":
         return Grade(kind="match", answer_matched=match(answer, v.answer or "", v.matcher))

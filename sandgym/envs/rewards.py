@@ -40,7 +40,7 @@ GOLDEN_DIR = Path(__file__).parent / "golden"
 
 _DEFAULT_WEIGHTS = MappingProxyType(
     {"correctness@v1": 1.0, "format@v1": 0.1, "runtime@v1": 0.05, "completion@v1": 0.0, "traps@v1": 0.0,
-     "service@v1": 0.0}
+     "service@v1": 0.0, "alerts@v1": 0.0, "latency@v1": 0.0, "memory@v1": 0.0}
 )
 
 
@@ -174,6 +174,63 @@ def _signal_reward(signal: str) -> RewardFn:
 
 for _signal in SERVICE_SIGNALS:  # one opt-in component per signal (not weighted by default)
     register_reward(f"service_{_signal}@v1")(_signal_reward(_signal))
+
+
+def _answered(signals: Mapping[str, float]) -> float:
+    """Share of a stack's measured requests that got a right reply (0.0 when none was measured)."""
+    n = signals.get("requests", 0.0)
+    return max(0.0, 1.0 - signals.get("failed_requests", 0.0) / n) if n > 0 else 0.0
+
+
+def _within(value: float, budget: float) -> float:
+    """1.0 up to ``budget``, then down linearly to 0.0 at four times the budget."""
+    if budget <= 0:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - (value / budget - 1.0) / 3.0))
+
+
+@register_reward("alerts@v1")
+def alerts_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """Share of a service stack's alert rules that stayed quiet (``sandgym.tasks.stack``); 0.0 without a stack.
+
+    >>> alerts_v1(EpisodeOutcome(grade=Grade(signals={"alerts_fired": 1.0, "alert_rules": 4.0})), RewardConfig())
+    0.75
+    """
+    s = o.grade.signals
+    rules = s.get("alert_rules", 0.0)
+    if o.infra_failure or rules <= 0:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - s.get("alerts_fired", rules) / rules))
+
+
+@register_reward("latency@v1")
+def latency_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """A stack's client-side p95 latency against its budget (1.0 within it, 0.0 at four times it), times the share
+    of requests answered right (a fast failure is not fast service); 0.0 without a stack.
+
+    >>> latency_v1(EpisodeOutcome(grade=Grade(signals={"p95_ms": 60.0, "p95_budget_ms": 30.0, "requests": 10.0})),
+    ...            RewardConfig())
+    0.6666666666666667
+    """
+    s = o.grade.signals
+    if o.infra_failure or "p95_ms" not in s or "p95_budget_ms" not in s:
+        return 0.0
+    return _within(s["p95_ms"], s["p95_budget_ms"]) * _answered(s)
+
+
+@register_reward("memory@v1")
+def memory_v1(o: EpisodeOutcome, cfg: RewardConfig) -> float:
+    """A stack's RSS growth over the load against its budget (1.0 within it, 0.0 at four times it), times the share
+    of requests answered right; 0.0 without a stack.
+
+    >>> memory_v1(EpisodeOutcome(grade=Grade(signals={"rss_growth_mb": 12.0, "rss_growth_budget_mb": 6.0,
+    ...                                                "requests": 10.0})), RewardConfig())
+    0.6666666666666667
+    """
+    s = o.grade.signals
+    if o.infra_failure or "rss_growth_mb" not in s or "rss_growth_budget_mb" not in s:
+        return 0.0
+    return _within(s["rss_growth_mb"], s["rss_growth_budget_mb"]) * _answered(s)
 
 
 INTERMEDIATE_DEFAULT_WEIGHT = 0.2

@@ -35,6 +35,8 @@ IN_RT = "/opt/sandgym"
 IN_WORK = "/workspace"
 IN_GRADER = "/.grader"
 PYTEST_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
+SERVICE_PACKAGES = ("prometheus_client",)
+"""Pure-Python packages a task's service may import in every sandbox (a stack's metrics endpoint)."""
 _SCRIPTS = ("worker.py", "worker_pytest.py", "worker_plain.py", "worker_wipe.py", "repl.py", "wire.py",
             "grader_link.py", "solution_host.py")
 _build_lock = threading.Lock()
@@ -92,6 +94,10 @@ def _source_files() -> dict[str, Path]:
     for name in PYTEST_PACKAGES:
         if (site / name).exists():
             files["site/" + name] = site / name
+    for name in SERVICE_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            files["site/" + name] = Path(spec.origin).parent
     return files
 
 

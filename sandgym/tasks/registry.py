@@ -19,7 +19,7 @@ from typing import Any
 
 from sandgym.errors import TaskError
 from sandgym.tasks.load import load_path
-from sandgym.tasks.suites import builtin_suites, describe_builtin, domain_suite, families
+from sandgym.tasks.suites import builtin_suites, describe_builtin, domain_suite, families, suite_members
 from sandgym.tasks.suites.base import FamilySpec, check_options
 from sandgym.tasks.task import SPLITS, Task
 
@@ -161,7 +161,7 @@ def _default_n(name: str) -> int:
     fams = families()
     if any(f.suite == name for f in fams):
         return DEFAULT_PER_FAMILY
-    members = [f for f in fams if f.domain == name]
+    members = suite_members().get(name, [])
     return DEFAULT_PER_FAMILY * len(members) if members else DEFAULT_PLUGIN_N
 
 

@@ -19,7 +19,11 @@ from sandgym.tasks.suites import (
     coding_repo,
     coding_spec,
     long_context,
+    service_errors,
+    service_leak,
+    service_notify,
     service_queue,
+    service_slow,
 )
 from sandgym.tasks.suites.base import MAX_DIFFICULTY, FamilySpec, check_options
 from sandgym.tasks.task import Task
@@ -38,6 +42,10 @@ def families() -> list[FamilySpec]:
         *coding_examples.FAMILIES,
         *coding_repo.FAMILIES,
         *service_queue.FAMILIES,
+        *service_leak.FAMILIES,
+        *service_slow.FAMILIES,
+        *service_errors.FAMILIES,
+        *service_notify.FAMILIES,
         *long_context.FAMILIES,
     ]
 
@@ -77,13 +85,20 @@ def domain_suite(members: list[FamilySpec]) -> SuiteFn:
     return make
 
 
+def suite_members() -> dict[str, list[FamilySpec]]:
+    """Each multi-family suite -> its families: a domain (``coding``: its families without a group) and each group
+    (``coding/stack``)."""
+    fams = families()
+    out: dict[str, list[FamilySpec]] = {}
+    for f in fams:
+        out.setdefault(f"{f.domain}/{f.group}" if f.group else f.domain, []).append(f)
+    return out
+
+
 def builtin_suites() -> Mapping[str, SuiteFn]:
     """Entry point of the ``sandgym.tasks`` group: suite name -> suite callable."""
-    fams = families()
-    suites: dict[str, SuiteFn] = {}
-    for domain in dict.fromkeys(f.domain for f in fams):
-        suites[domain] = domain_suite([f for f in fams if f.domain == domain])
-    for fam in fams:
+    suites: dict[str, SuiteFn] = {name: domain_suite(members) for name, members in suite_members().items()}
+    for fam in families():
         suites[fam.suite] = fam.make
     return suites
 
@@ -92,13 +107,14 @@ def describe_builtin() -> dict[str, str]:
     """One-line descriptions of the built-in suites."""
     fams = families()
     out: dict[str, str] = {}
-    for domain in dict.fromkeys(f.domain for f in fams):
-        names = [f.name + ("*" if f.unseen else "") for f in fams if f.domain == domain]
-        out[domain] = f"all {domain} families ({', '.join(names)}; * = unseen, heldout only)"
+    for name, members in suite_members().items():
+        names = [f.name + ("*" if f.unseen else "") for f in members]
+        what = f"the {name} families graded by a service stack" if "/" in name else f"all {name} families"
+        out[name] = f"{what} ({', '.join(names)}; * = unseen, heldout only)"
     for fam in fams:
         out[fam.suite] = fam.description + (" [unseen]" if fam.unseen else "")
     return out
 
 
 __all__ = ["MAX_DIFFICULTY", "FamilySpec", "SuiteFn", "builtin_suites", "describe_builtin", "domain_suite", "families",
-           "get_family"]
+           "get_family", "suite_members"]

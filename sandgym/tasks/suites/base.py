@@ -34,6 +34,9 @@ class FamilySpec:
     unseen: bool
     make: MakeFn
     max_difficulty: int = MAX_DIFFICULTY
+    group: str = ""
+    """A family with a group is left out of its domain's suite and belongs to the suite ``<domain>/<group>``
+    instead (the stack families: ``coding/stack``, whose grading runs a service under load for about a second)."""
 
     @property
     def suite(self) -> str:
