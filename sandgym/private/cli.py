@@ -81,6 +81,10 @@ def add_from_repo(sub: Any) -> None:
     p.add_argument("--requirement", "-r", action="append", default=[], metavar="SPEC",
                    help="a package the project or its tests import (repeatable; pip specifier, built once into a "
                         "cached environment mounted in the sandbox; SANDGYM_WHEELHOUSE for offline)")
+    p.add_argument("--allow-in-process", action="store_true",
+                   help="keep candidates whose tests work only with the project's code in the test's own process "
+                        "(subclasses of its classes, two of its objects compared), graded in-process: an agent's "
+                        "code can then forge its reward there (see docs/SANDBOX.md); off by default")
     p.add_argument("--model", default="smollm2-135m",
                    help="the model the written train.toml trains and eval.toml compares against (default: "
                         "smollm2-135m; a local directory or a cached hub id)")
@@ -94,13 +98,15 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
         max_file_bytes=args.max_file_kb * 1000, max_data_bytes=args.max_data_mb * 1_000_000,
         exclude_tests=tuple(args.exclude_tests), scrub=not args.no_scrub,
         scrub_patterns=parse_patterns(args.scrub_pattern), timeout_s=args.timeout, backend=args.backend,
-        requirements=tuple(args.requirement))
+        requirements=tuple(args.requirement), allow_in_process=args.allow_in_process)
     print(f"sandgym tasks from-repo: {args.path}, writing to {args.out} ({TASKS_NAME}, {REPORT_NAME})",
           file=sys.stderr, flush=True)
     result = run(config)
     report = result.report()
     print(f"made {report['made']} task(s) {report['made_by_kind']} splits {report['made_by_split']}")
     print(f"discarded {report['discarded']}: {report['discarded_by_reason']}")
+    print(f"grading: {report['made_by_isolation']} (tests dropped as needing the code in their own process: "
+          f"{report['tests_dropped_needs_in_process']})")
     base = dict(report["baseline"])
     errors = base.pop("collection_errors", [])
     why = base.pop("failures_by_reason", {})

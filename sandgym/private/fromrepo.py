@@ -83,6 +83,11 @@ class FromRepoConfig:
     requirements: tuple[str, ...] = ()
     """Packages the project and its tests import (pip specifiers; e.g. ``hypothesis`` or ``.[test]`` deps
     spelled out): every sandbox run and every task gets them (``Task.requirements``, a cached environment)."""
+    allow_in_process: bool = False
+    """Keep candidates whose every deciding test needs the project's code in the test's own process, graded
+    in-process (``Verifier.isolation = "in-process"``). Off by default: there an agent's code can forge its reward
+    (always-equal objects, a patched pytest: ``sandgym rewards audit`` shows it), so they are discarded as
+    ``needs_in_process``."""
 
     def __post_init__(self) -> None:
         bad = [k for k in self.kinds if k not in KINDS]
@@ -129,6 +134,9 @@ class FromRepoResult:
             "made": self.made,
             "made_by_kind": dict(Counter(str(t.metadata["kind"]) for t in self.tasks)),
             "made_by_split": dict(Counter(t.split for t in self.tasks)),
+            "made_by_isolation": dict(Counter(t.verifier.isolation for t in self.tasks)),
+            "tests_dropped_needs_in_process": sum(int(t.metadata.get("tests_dropped_needs_in_process", 0))
+                                                  for t in self.tasks),
             "discarded": len(self.discards),
             "discarded_by_reason": dict(sorted(Counter(d.reason for d in self.discards).items())),
             "discards": [vars(d) for d in self.discards],
@@ -142,10 +150,16 @@ class FromRepoResult:
 SandboxFactory = Callable[[float], Sandbox]
 
 
-REPO_ISOLATION: Isolation = "in-process"
-"""A repository's own test suite needs the code under test in its process (test-side callbacks passed in,
-``isinstance`` against its classes, subclasses of them, fixtures sharing objects), so from-repo tasks grade
-in-process and keep that limit (docs/SANDBOX.md): audit a from-repo suite with ``sandgym rewards audit``."""
+SAFE_ISOLATION: Isolation = "process"
+"""How from-repo tasks grade: the agent's code runs in a process of its own and reaches the project's tests only as
+plain data and handles (docs/SANDBOX.md, "Grading the agent cannot reach"), so always-equal objects, patched pytest
+or a forged report earn nothing. A hidden test that needs the code in its own process (``isinstance`` against the
+project's classes, a subclass of one, a callback passed in, two of its objects compared) fails there on the
+reference: it is dropped from the task (counted in ``tests_dropped_needs_in_process``), and a candidate left with no
+such test is discarded as ``needs_in_process``."""
+DISCOVERY_ISOLATION: Isolation = "in-process"
+"""The baseline and the starting-state runs that only *find* which tests a change breaks (never a reward) run the
+tests in-process: cheaper, and every test counts there."""
 
 
 def _default_factory(backend: str, requirements: tuple[str, ...] = ()) -> SandboxFactory:
@@ -181,13 +195,14 @@ class _Runner:
             sb.write_file(path, body)
         return sb
 
-    def run(self, tests: Mapping[str, str], expected: int, swap: tuple[str, str] | None = None) -> TestReport:
+    def run(self, tests: Mapping[str, str], expected: int, swap: tuple[str, str] | None = None,
+            isolation: Isolation = DISCOVERY_ISOLATION) -> TestReport:
         try:
             if swap is not None:
                 self.sb.write_file(*swap)
             try:
                 return self.sb.run_tests({**self.support_data, **self.support, **tests}, expected=max(expected, 1),
-                                         timeout=self.timeout_s, isolation=REPO_ISOLATION)
+                                         timeout=self.timeout_s, isolation=isolation)
             finally:
                 if swap is not None:
                     self.sb.write_file(swap[0], self.files[swap[0]])
@@ -399,23 +414,69 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
     if not keep:
         reason = "not_exercised" if mutation.kind == "reimplement" else "mutation_survived"
         return Discard("", reason, "no baseline-passing test fails on the starting state")
+    hidden, expected = _select(keep, tests, collected, instances)
+    isolation, dropped = SAFE_ISOLATION, 0
+    ref = proc = runner.run(hidden, expected, isolation=SAFE_ISOLATION)
+    safe = _passing_keys(ref, keep)
+    if not safe:  # nothing passes out of process: does the reference pass them at all?
+        ref = runner.run(hidden, expected)
+        if _passing_keys(ref, keep) != keep:
+            return _reference_fails(ref, keep)
+        if not config.allow_in_process:
+            return Discard("", "needs_in_process", f"none of the {len(keep)} deciding test(s) pass with the code in "
+                                                   f"a process of its own; e.g. {_first_failure(proc)}")
+        isolation = DISCOVERY_ISOLATION
+    elif safe != keep:  # some tests need the code in their process: the task keeps the others
+        dropped, keep = len(keep - safe), safe
+        hidden, expected = _select(keep, tests, collected, instances)
+        ref = runner.run(hidden, expected, isolation=SAFE_ISOLATION)
+        if _passing_keys(ref, keep) != keep:
+            return _reference_fails(ref, keep)
+    expected = ref.passed  # what the filtered files collect (inherited tests may add a few), less skipped instances
+    start = runner.run(hidden, expected, swap=swap, isolation=isolation)
+    if start.passed >= expected:
+        return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
+    task = _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
+                 sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s, isolation)
+    metadata = {**task.metadata, "tests_dropped_needs_in_process": dropped}
+    return dataclasses.replace(task, metadata=metadata)
+
+
+def _select(keep: set[tuple[str, str]], tests: Mapping[str, str], collected: Mapping[str, set[str]],
+            instances: Counter[tuple[str, str]]) -> tuple[dict[str, str], int]:
+    """The hidden test files holding only ``keep`` (and what they import), and how many instances they run."""
     hidden: dict[str, str] = {}
     expected = 0
     for f, keys in keys_with_imports(keep, tests).items():
         hidden[f] = select_tests(tests[f], keys, collected[f])
         expected += sum(instances[(f, k)] for k in keys)
-    ref = runner.run(hidden, expected)
+    return hidden, expected
+
+
+def _passing_keys(report: TestReport, keep: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The tests of ``keep`` that ran and had no instance fail (a skipped instance is no fault)."""
+    if not report.report_found:
+        return set()
+    ran = {test_key(o.name) for o in report.outcomes}
+    bad = {test_key(o.name) for o in report.outcomes if o.outcome not in ("passed", "skipped")}
+    bad |= {(o.name, "") for o in report.outcomes if "::" not in o.name and o.outcome == "error"}
+    broken_files = {f for f, k in bad if not k}  # a collection error takes the whole file
+    return {(f, k) for f, k in keep if (f, k) in ran and (f, k) not in bad and f not in broken_files}
+
+
+def _reference_fails(ref: TestReport, keep: set[tuple[str, str]]) -> Discard:
     ran = {test_key(o.name) for o in ref.outcomes}
     bad = [o.name for o in ref.outcomes if o.outcome not in ("passed", "skipped")]
-    if not ref.report_found or bad or not keep <= ran:
-        return Discard("", "reference_fails", f"{ref.passed}/{ref.reported} hidden tests pass on the reference "
-                                              f"(missing {len(keep - ran)}); e.g. {bad[:3]}")
-    expected = ref.passed  # what the filtered files collect (inherited tests may add a few), less skipped instances
-    start = runner.run(hidden, expected, swap=swap)
-    if start.passed >= expected:
-        return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
-    return _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
-                 sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s)
+    return Discard("", "reference_fails", f"{ref.passed}/{ref.reported} hidden tests pass on the reference "
+                                          f"(missing {len(keep - ran)}); e.g. {bad[:3]}")
+
+
+def _first_failure(report: TestReport) -> str:
+    """Why the first hidden test failed (the detail of a ``needs_in_process`` discard)."""
+    for o in report.outcomes:
+        if o.outcome not in ("passed", "skipped"):
+            return f"{o.name}: {_last_error_line(o.message)}"
+    return "no report"
 
 
 def _prompt(target: Target, mutation: Mutation, failing: list[str]) -> str:
@@ -432,7 +493,7 @@ def _prompt(target: Target, mutation: Mutation, failing: list[str]) -> str:
 
 def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target: Target, mutation: Mutation,
           hidden: dict[str, str], expected: int, failing: list[str], splits: Mapping[str, str], scrubber: Scrubber,
-          timeout_s: float) -> Task:
+          timeout_s: float, isolation: Isolation = SAFE_ISOLATION) -> Task:
     module = target.file.removesuffix(".py").replace("/", ".")
     suffix = f"-{mutation.operator}-L{mutation.line}" if mutation.kind == "bugfix" else ""
     prompt = _prompt(target, mutation, failing)
@@ -444,7 +505,7 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
         id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
         domain="coding", family=f"repo_{mutation.kind}", split=splits.get(target.file, "train"),  # type: ignore[arg-type]
         prompt=prompt,
-        verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected, isolation=REPO_ISOLATION,
+        verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected, isolation=isolation,
                           data=encode_data(snap.support_data)),
         files={**files, target.file: mutation.source},
         data_files=encode_data(snap.data),

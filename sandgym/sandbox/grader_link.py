@@ -19,6 +19,7 @@ import os
 import select
 import sys
 import types
+import warnings
 
 import wire
 
@@ -46,13 +47,14 @@ class Link:
         self.n = 0
         self.dead = None
         self.env = None
+        self.failed = None
 
     def request(self, msg):
         __tracebackhide__ = True  # failures point at the test's line, not at the link (pytest hides this frame)
         if self.dead is not None:
             raise SolutionError(self.dead)
         self.n += 1
-        msg["n"] = self.n
+        n = msg["n"] = self.n  # a callback may make nested requests while this one waits
         env = dict(os.environ)
         if env != self.env:  # the test's environment variables are the solution's (monkeypatch.setenv, ...)
             msg["env"] = env
@@ -71,11 +73,69 @@ class Link:
             if "dead" in reply:
                 self.dead = f"the solution's process exited (exit code {reply.get('dead')!r})"
                 raise SolutionError(self.dead)
-            if reply.get("n") == self.n:
-                break  # anything else is a stale or forged line: ignored
+            if reply.get("n") != n:
+                continue  # a stale or forged line: ignored
+            if "cb" in reply:  # the solution calls one of the test's objects (a callback) while it works
+                wire.write_all(self.wfd, wire.dumps(_callback(reply.get("cb"), reply.get("k"))))
+                continue
+            break
+        failed, self.failed = self.failed, None
+        if failed is not None:  # a test's callback failed an assertion: the test fails, whatever the solution did
+            raise failed
+        _reissue(reply.get("w"))
         if "err" in reply:
             raise _exception(reply["err"])
         return reply
+
+
+def _reissue(items):
+    """The solution's warnings, issued again here so the test's filters apply (``filterwarnings = error``,
+    ``pytest.warns``, ``pytest.deprecated_call``); a warning category is a builtin one or a local stand-in."""
+    __tracebackhide__ = True
+    for w in items if type(items) is list else []:
+        if type(w) is not dict:
+            continue
+        if w.get("builtin"):
+            cat = getattr(builtins, str(w.get("n")), None)
+        elif type(w.get("x")) is list and len(w["x"]) == 2:
+            cat = _exc_class(*w["x"])
+        else:
+            cat = None
+        if not (isinstance(cat, type) and issubclass(cat, Warning)):
+            continue
+        lineno = w["l"] if type(w.get("l")) is int else 0
+        warnings.warn_explicit(str(w.get("m", ""))[:2000], cat, str(w.get("f", "")), int(lineno),
+                               module=str(w.get("mod") or "") or None)
+
+
+_GRADER_OBJECTS: dict = {}
+"""The test's own objects the solution holds handles to (callbacks, iterators, instances of the test's classes),
+by id. The solution can only call them, iterate them or ask their length, items and text: never read an
+attribute, so a handle never leads it to the grader's modules."""
+
+_CALLBACK_OPS = {"call": None, "iter": iter, "next": next, "len": len, "getitem": lambda o, k: o[k],
+                 "contains": lambda o, x: x in o, "str": str, "repr": repr}
+
+
+def _callback(cb, k):
+    """Run one callback for the solution; the reply (a value, a handle or an error) goes back as data."""
+    try:
+        if type(cb) is not dict or cb.get("op") not in _CALLBACK_OPS or type(cb.get("id")) is not int:
+            raise SolutionError(f"malformed callback {cb!r:.200}")
+        obj = _GRADER_OBJECTS.get(cb["id"])
+        if obj is None:
+            raise SolutionError("a callback names an object the test never passed")
+        args = [_decode(a) for a in cb.get("args") or []]
+        kwargs = {str(kv[0]): _decode(kv[1]) for kv in cb.get("kwargs") or [] if type(kv) is list and len(kv) == 2}
+        fn = _CALLBACK_OPS[cb["op"]]
+        result = obj(*args, **kwargs) if fn is None else fn(obj, *args)
+        return {"cbr": k, "ok": _encode(result)}
+    except BaseException as exc:  # noqa: BLE001 - the test's error goes back to the solution as data
+        failed_check = isinstance(exc, AssertionError) or not isinstance(exc, Exception)  # pytest.fail/skip too
+        if failed_check and _LINK is not None and _LINK.failed is None:
+            _LINK.failed = exc  # raised in the test when the solution's call returns, even if it swallowed it
+        return {"cbr": k, "err": {"n": type(exc).__name__, "m": str(exc)[:2000],
+                                  "builtin": getattr(builtins, type(exc).__name__, None) is type(exc)}}
 
 
 def _decode(node, args=None):
@@ -84,6 +144,10 @@ def _decode(node, args=None):
             return Remote(payload[0], str(payload[1]), str(payload[2]))
         if tag == "x" and type(payload) is list and len(payload) == 2:
             return _exc_class(payload[0], payload[1])
+        if tag == "cb" and type(payload) is int and payload in _GRADER_OBJECTS:
+            return _GRADER_OBJECTS[payload]  # one of the test's own objects, passed back
+        if tag == "v":
+            return wire.decode_value(payload)
         if tag == "a" and args is not None:
             if type(payload) is int and 0 <= payload < len(args[0]):
                 return args[0][payload]
@@ -101,10 +165,29 @@ def _encode(value):
     def handle_of(obj):
         if type(obj) is Remote:
             return {"h": object.__getattribute__(obj, "_id")}
-        raise TypeError(f"a {type(obj).__name__} cannot be passed to the solution (only plain data and the "
-                        "solution's own objects cross the grading boundary)")
+        node = wire.encode_value(obj)
+        if node is not None:
+            return node
+        name = _stdlib_name(obj)
+        if name is not None:
+            return {"nm": name}  # the solution's own copy of the same builtin or standard-library object
+        key = id(obj)
+        _GRADER_OBJECTS[key] = obj
+        return {"cb": key}
 
     return wire.encode(value, handle_of)
+
+
+def _stdlib_name(obj):
+    """[module, qualname] when ``obj`` is a builtin or a standard-library function or class found under that name
+    (``len``, ``operator.add``, ``tuple``); None otherwise (bound methods, the test's own functions)."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if type(module) is not str or type(qualname) is not str or module.partition(".")[0] not in sys.stdlib_module_names:
+        return None
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return [module, qualname] if found is obj else None
 
 
 def _exc_class(chain, base):
@@ -164,9 +247,28 @@ def _call_remote(msg):
 
 
 class Remote:
-    """A handle to one of the solution's objects: call it, read or set attributes, pass it back; never a value."""
+    # A handle to one of the solution's objects: call it, read or set attributes, pass it back; never a value.
+    # (No docstring: ``handle.__doc__`` is the solution object's own.)
 
     __slots__ = ("_id", "_kind", "_type")
+
+    def _doc(self):
+        doc = self._proto("doc")
+        return doc if doc is None or type(doc) is str else None
+
+    __doc__ = property(_doc)  # type: ignore[assignment]
+
+    def __instancecheck__(self, obj):  # isinstance(x, solution.Class): the solution's answer, a plain bool
+        found = self._proto("isinstance", obj)
+        if type(found) is not bool:
+            raise TypeError("the solution's isinstance check did not return a bool")
+        return found
+
+    def __subclasscheck__(self, cls):
+        found = self._proto("issubclass", cls)
+        if type(found) is not bool:
+            raise TypeError("the solution's issubclass check did not return a bool")
+        return found
 
     def __init__(self, id_, kind, type_name):
         object.__setattr__(self, "_id", id_)

@@ -22,12 +22,15 @@ import os
 import select
 import sys
 import traceback
+import warnings
 
 import wire
 import worker_wipe
 from worker import _dumps, _prctl, _reap_all, _set_limits  # the worker's own helpers (same runtime dir)
 
 CFG: dict = {}
+MAX_WARNINGS = 100
+"""Warnings sent back per reply (the rest are dropped)."""
 _BUILTIN_EXC = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)
                 and issubclass(getattr(builtins, n), BaseException)}
 
@@ -39,8 +42,17 @@ class Server:
         self.rfd, self.wfd = rfd, wfd
         self.objects = {}
         self.ids = {}
+        self.buf = b""
+        self.n = None  # the grader's request being answered (a callback made meanwhile carries it)
+        self.k = 0
+        self.grader_objects = {}
 
     def handle_of(self, obj):
+        if type(obj) is GraderObject:
+            return {"cb": object.__getattribute__(obj, "_id")}
+        node = wire.encode_value(obj)
+        if node is not None:
+            return node
         key = id(obj)
         if key not in self.ids:
             self.ids[key] = len(self.objects) + 1
@@ -73,9 +85,56 @@ class Server:
         def from_tag(tag, payload):
             if tag == "h":
                 return self.objects[payload]
+            if tag == "cb" and type(payload) is int:
+                if payload not in self.grader_objects:
+                    self.grader_objects[payload] = GraderObject(self, payload)
+                return self.grader_objects[payload]
+            if tag == "nm" and type(payload) is list and len(payload) == 2:
+                import importlib
+
+                found = importlib.import_module(str(payload[0]))
+                for part in str(payload[1]).split("."):
+                    found = getattr(found, part)
+                return found
+            if tag == "v":
+                return wire.decode_value(payload)
             raise wire.WireError(f"unknown tag {tag!r}")
 
         return wire.decode(node, from_tag)
+
+    def callback(self, ident, op, args=(), kwargs=None):
+        """Ask the grader to run ``op`` on one of the test's objects; answer the grader's nested requests meanwhile."""
+        self.k += 1
+        k = self.k
+        msg = {"n": self.n, "k": k, "cb": {"id": ident, "op": op, "args": [self.enc(a) for a in args],
+                                          "kwargs": [[key, self.enc(v)] for key, v in (kwargs or {}).items()]}}
+        wire.write_all(self.wfd, wire.dumps(msg))
+        while True:
+            msg = self.next_message()
+            if "cbr" not in msg:
+                self.reply_to(msg)  # the callback called back into the solution
+                continue
+            if msg.get("cbr") != k:
+                continue
+            if "err" in msg:
+                raise _grader_error(msg["err"])
+            return self.dec(msg.get("ok"))
+
+    def next_message(self):
+        try:
+            line, self.buf = wire.read_line(self.rfd, self.buf, float("inf"), 64 << 20, _wait)
+        except wire.WireError:
+            os._exit(0)
+        return wire.loads(line)
+
+    def warning(self, w):
+        """A warning the solution issued, as data: category (builtin name or the agent's class chain), text, place."""
+        cat = w.category
+        builtin = cat.__name__ in _BUILTIN_EXC and getattr(builtins, cat.__name__) is cat
+        rel = os.path.relpath(str(w.filename), CFG.get("workspace") or "/")
+        module = rel[:-3].replace(os.sep, ".").removesuffix(".__init__") if rel.endswith(".py") else ""
+        return {"n": cat.__name__, "builtin": builtin, "x": None if builtin else self.exc_class(cat),
+                "m": _safe_str(w.message)[:2000], "f": str(w.filename), "l": int(w.lineno or 0), "mod": module}
 
     def error(self, exc):
         cls = type(exc)
@@ -127,14 +186,18 @@ class Server:
         raise wire.WireError(f"unknown op {op!r}")
 
     def serve(self):
-        buf = b""
         while True:
             try:
-                line, buf = wire.read_line(self.rfd, buf, float("inf"), 64 << 20, _wait)
+                msg = self.next_message()
             except wire.WireError:
-                os._exit(0)
+                continue  # a malformed line: nothing to answer
+            self.reply_to(msg)
+
+    def reply_to(self, req):
+        outer, self.n = self.n, req.get("n")
+        with warnings.catch_warnings(record=True) as caught:  # the grader re-issues them under the test's filters
+            warnings.simplefilter("always")
             try:
-                req = wire.loads(line)
                 reply = self.answer(req)
             except BaseException as exc:  # noqa: BLE001 - every error of the agent's code goes back as data
                 if isinstance(exc, (SystemExit, KeyboardInterrupt, GeneratorExit)):
@@ -144,13 +207,73 @@ class Server:
                 except BaseException:  # noqa: BLE001
                     reply = {"err": {"n": "RuntimeError", "builtin": True, "x": None, "a": None,
                                      "m": "the solution raised an exception that cannot be described", "tb": ""}}
-            reply["n"] = req.get("n") if isinstance(req, dict) else None
-            try:
-                data = wire.dumps(reply)
-            except (TypeError, ValueError, RecursionError):
-                data = wire.dumps({"err": {"n": "RuntimeError", "builtin": True, "x": None, "a": None,
-                                           "m": "the solution's reply could not be encoded", "tb": ""}, "n": None})
-            wire.write_all(self.wfd, data)
+            finally:
+                self.n = outer
+        if caught:
+            try:  # noqa: SIM105 (contextlib costs imports)
+                reply["w"] = [self.warning(w) for w in caught[:MAX_WARNINGS]]
+            except Exception:  # noqa: BLE001 - a warning that cannot be described is left out
+                pass
+        reply["n"] = req.get("n")
+        try:
+            data = wire.dumps(reply)
+        except (TypeError, ValueError, RecursionError):
+            data = wire.dumps({"err": {"n": "RuntimeError", "builtin": True, "x": None, "a": None,
+                                       "m": "the solution's reply could not be encoded", "tb": ""}, "n": req.get("n")})
+        wire.write_all(self.wfd, data)
+
+
+class GraderObject:
+    """One of the test's objects (a callback, an iterator, an instance of a test's class) as the solution sees it:
+    calls, iteration, length, items and text are asked of the grader; its attributes are out of reach."""
+
+    __slots__ = ("_server", "_id")
+
+    def __init__(self, server, ident):
+        object.__setattr__(self, "_server", server)
+        object.__setattr__(self, "_id", ident)
+
+    def _ask(self, op, *args, **kwargs):
+        server = object.__getattribute__(self, "_server")
+        return server.callback(object.__getattribute__(self, "_id"), op, args, kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self._ask("call", *args, **kwargs)
+
+    def __iter__(self):
+        return self._ask("iter")
+
+    def __next__(self):
+        return self._ask("next")
+
+    def __len__(self):
+        return self._ask("len")
+
+    def __getitem__(self, key):
+        return self._ask("getitem", key)
+
+    def __contains__(self, item):
+        return self._ask("contains", item)
+
+    def __str__(self):
+        return self._ask("str")
+
+    def __repr__(self):
+        return self._ask("repr")
+
+
+def _grader_error(err):
+    """The exception a test's callback raised, as the solution sees it (a builtin class when it is one)."""
+    name = str(err.get("n")) if type(err) is dict else "RuntimeError"
+    message = str(err.get("m", "")) if type(err) is dict else ""
+    cls = getattr(builtins, name, None) if type(err) is dict and err.get("builtin") else None
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        cls = RuntimeError
+        message = f"{name}: {message}"
+    try:
+        return cls(message) if cls is not StopIteration else StopIteration()
+    except Exception:  # noqa: BLE001 - a builtin exception class whose constructor wants other arguments
+        return RuntimeError(f"{name}: {message}")
 
 
 def _safe_str(exc):
@@ -186,7 +309,8 @@ def _delitem(obj, key):
 _PROTO: dict = {"len": len, "iter": iter, "next": next, "getitem": lambda o, k: o[k], "setitem": _setitem,
           "delitem": _delitem, "contains": _contains, "str": str, "repr": repr,
           "enter": lambda o: o.__enter__(), "exit": lambda o, *a: o.__exit__(*a),
-          "source": lambda o: __import__("inspect").getsource(o)}
+          "source": lambda o: __import__("inspect").getsource(o), "doc": lambda o: o.__doc__,
+          "isinstance": lambda cls, x: isinstance(x, cls), "issubclass": lambda cls, c: issubclass(c, cls)}
 
 
 def _wait(fd, seconds):

@@ -14,6 +14,7 @@ strings, numbers, booleans and null are themselves.
 
 import json
 import os
+import sys
 import time
 
 MAX_DEPTH = 200
@@ -99,6 +100,59 @@ def decode(node, from_tag, depth=0):
             out[decode(pair[0], from_tag, d)] = decode(pair[1], from_tag, d)
         return out
     return from_tag(tag, payload)
+
+
+_VALUE_TYPES = {"datetime": ("datetime", "date", "time", "timedelta"), "decimal": ("Decimal",),
+                "fractions": ("Fraction",), "pathlib": ("PosixPath", "PurePosixPath"), "uuid": ("UUID",)}
+"""Standard value types that cross by value too (exact types only, never a subclass): a test compares them."""
+MAX_VALUE_TEXT = 10_000
+
+
+def encode_value(obj):
+    """``{"v": [kind, text]}`` for an exact standard value type (``_VALUE_TYPES``), else None.
+
+    A datetime or time crosses only naive or with a fixed-offset ``timezone`` (another tzinfo is an object)."""
+    t = type(obj)
+    for module, names in _VALUE_TYPES.items():
+        if t.__name__ in names and getattr(sys.modules.get(module), t.__name__, None) is t:
+            break
+    else:
+        return None
+    kind = f"{module}.{t.__name__}"
+    if kind in ("datetime.datetime", "datetime.time"):
+        if obj.tzinfo is not None and type(obj.tzinfo) is not sys.modules["datetime"].timezone:
+            return None
+        return {"v": [kind, obj.isoformat()]}
+    if kind == "datetime.date":
+        return {"v": [kind, obj.isoformat()]}
+    if kind == "datetime.timedelta":
+        return {"v": [kind, [obj.days, obj.seconds, obj.microseconds]]}
+    if kind == "fractions.Fraction":
+        return {"v": [kind, [str(obj.numerator), str(obj.denominator)]]}
+    return {"v": [kind, obj.hex if kind == "uuid.UUID" else str(obj)]}
+
+
+def decode_value(payload):
+    """The value of a ``{"v": ...}`` node's payload, built by the standard constructors from plain text."""
+    if type(payload) is not list or len(payload) != 2 or type(payload[0]) is not str:
+        raise WireError("malformed value node")
+    kind, data = payload
+    if len(repr(data)) > MAX_VALUE_TEXT:
+        raise WireError(f"a {kind} value over {MAX_VALUE_TEXT} characters")
+    module, _, name = kind.partition(".")
+    if name not in _VALUE_TYPES.get(module, ()):
+        raise WireError(f"unknown value type {kind!r}")
+    cls = getattr(__import__(module), name)
+    try:
+        if kind == "datetime.timedelta":
+            return cls(days=int(data[0]), seconds=int(data[1]), microseconds=int(data[2]))
+        if kind == "fractions.Fraction":
+            return cls(int(data[0]), int(data[1]))
+        if type(data) is not str:
+            raise TypeError("not text")
+        return cls.fromisoformat(data) if module == "datetime" else cls(data)
+    except (TypeError, ValueError, ArithmeticError, IndexError) as exc:
+        raise WireError(f"bad {kind} value: {exc!r:.200}") from None
 
 
 def dumps(msg):
