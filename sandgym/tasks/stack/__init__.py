@@ -10,7 +10,8 @@ verifier and its signals to the metadata. During grading that file starts the st
 - ``latency_p95``: the 95th percentile of the client-side latency, in ms;
 - ``memory``: growth of the agent's processes' RSS over the load (from ``/proc``), in MiB;
 - ``restarts``: times a service died and was restarted during the load;
-- ``scrape``: the service's Prometheus endpoint answered every scrape and counted every request it served.
+- ``scrape``: the service's Prometheus endpoint answered every scrape and counted the requests it served (no fewer
+  than the load got answers to, no more than the harness sent).
 
 Every rule reads what the harness measured itself; nothing the service reports about itself can silence one. The
 measured values (``MEASURED``) reach the grader in the structured report (``measured_signals``) and become
@@ -192,7 +193,7 @@ def stack_tests(spec: StackSpec, *, visible: bool = False) -> tuple[dict[str, st
     data = {**spec.to_dict(), "probes_only": visible}
     values = {"SPEC": repr(json.dumps(data)), "COLLECTOR": repr(COLLECTOR), "EVALUATOR": repr(EVALUATOR),
               "BROKER": repr(BROKER if spec.queue else ""), "FIXTURES": repr(dict(spec.fixtures)),
-              "PREFIX": repr(MEASURED_PREFIX)}
+              "PREFIX": repr(MEASURED_PREFIX), "ALERTS": repr(ALERTS)}
     src = HARNESS
     for key, value in values.items():
         src = src.replace(f"@{key}@", value)

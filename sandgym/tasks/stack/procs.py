@@ -10,8 +10,9 @@ there is no file, socket or environment variable of theirs the agent's code coul
   ``unstructured``; a ``Traceback`` line as an ``ERROR``) and streams count snapshots to the evaluator on a pipe.
 - ``EVALUATOR`` scrapes the service's Prometheus endpoint and samples the agent's processes (``/proc``: RSS, CPU)
   every interval, reads the collector's snapshots and the harness's events (service pids, the load generator's
-  client-side latencies and failures), and at the end evaluates the alert rules and prints one JSON verdict.
-  Rules read only what the harness measured itself; what the service reports about itself is checked against it.
+  client-side latencies and failures, how many requests it sent), and at the end evaluates the alert rules and
+  prints one JSON verdict. Rules read only what the harness measured itself; what the service reports about itself
+  (its request count) is checked against it, so a faked metric fires the ``scrape`` alert and silences nothing.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ main()
 EVALUATOR = '''"""The stack's alert evaluator: python -I -S -c EVALUATOR CONFIG_JSON (collector snapshots on fd CONFIG.snap_fd).
 
 Harness events on stdin, one JSON object a line: {"harness": [pid, ...]} (processes that are not the agent's),
-{"baseline": true} (after the warm-up), {"samples": [[ms, ok], ...]}, {"restarts": n}, {"tick": true} (the last
+{"baseline": true} (after the warm-up), {"samples": [[ms, ok], ...]}, {"restarts": n}, {"sent": n} (requests the
+harness sent the service in all), {"tick": true} (the last
 sample and scrape, now; answered {"ticked": true}), {"end": true} (the services are stopped). Replies and the verdict go to
 stdout as JSON lines.
 """
@@ -174,6 +176,7 @@ class Evaluator:
         self.restarts = 0
         self.scrapes = self.scrape_errors = 0
         self.reported = None
+        self.sent = None
         self.logs = {}
         self.collector_ok = True
         self.why = []
@@ -212,6 +215,8 @@ class Evaluator:
             self.samples += [(float(ms), bool(ok)) for ms, ok in ev["samples"]]
         if "restarts" in ev:
             self.restarts = int(ev["restarts"])
+        if "sent" in ev:
+            self.sent = int(ev["sent"])
 
     def snapshot(self, line):
         try:
@@ -245,9 +250,12 @@ class Evaluator:
                  "scrape": self.scrapes == 0 or self.scrape_errors > 0}
         limits = {"error_rate": rules["error_rate"], "latency_p95": rules["p95_ms"],
                   "memory": rules["rss_growth_mb"], "restarts": rules["restarts"], "scrape": 0}
-        if self.reported is None or n == 0 or self.reported < n:
-            fired["scrape"] = True  # the service's own count must cover every request the harness saw answered
-            self.why.append("service_requests_total=%r on /metrics, %d requests measured" % (self.reported, n))
+        ok = n - failed
+        if self.reported is None or n == 0 or self.reported < ok or (self.sent is not None and self.reported > self.sent):
+            fired["scrape"] = True  # the service counts what it answered: no less, and no more than it was sent
+            self.why.append("service_requests_total=%r on /metrics; %d requests answered in the load, %r sent in all"
+                            % (self.reported, ok, self.sent))
+            value["scrape"] += 1
         if not self.collector_ok:
             fired = {k: True for k in fired}
         if n == 0:
