@@ -101,6 +101,9 @@ class OracleAgent(_PlanAgent):
         if self.style == "fix" and set(ref.files) == {entry}:
             return fix_plan(task, ref.files[entry])
         turns: list[str] = []
+        search = task.metadata.get("search")
+        if ref.files and isinstance(search, Mapping):
+            return locate_plan(search)
         if ref.files:
             entry = str(task.metadata.get("entry_file", "solution.py"))
             look = call("list_files")
@@ -114,6 +117,16 @@ class OracleAgent(_PlanAgent):
             turns += search_plan(task)
         turns.append(call("submit", answer=ref.answer if ref.answer is not None else "done"))
         return turns
+
+
+def locate_plan(search: Mapping[str, Any]) -> list[str]:
+    """A bug found from a report across a whole repository (``metadata["search"]``, from-repo's ``locate`` kind):
+    grep the project for the definition, read around the line, undo the change with one edit, submit."""
+    path, line = str(search["path"]), int(search["line"])
+    return [call("grep", pattern=str(search["grep"]), path="."),
+            call("read_file", path=path, start_line=max(1, line - 12), end_line=line + 12),
+            call("edit_file", path=path, old=str(search["old"]), new=str(search["new"])),
+            call("submit", answer="done")]
 
 
 def search_plan(task: Task) -> list[str]:

@@ -60,7 +60,9 @@ def add_from_repo(sub: Any) -> None:
     p = sub.add_parser("from-repo", help="synthesise verified tasks from a local Python repo and its pytest suite")
     p.add_argument("path", help="root of the repository")
     p.add_argument("--out", required=True, help="suite folder: tasks.jsonl + from_repo_report.json")
-    p.add_argument("--kinds", default="reimplement,bugfix", help="comma list of reimplement, bugfix")
+    p.add_argument("--kinds", default="reimplement,bugfix",
+                   help="comma list of reimplement, bugfix, locate (a bug report; the agent searches the whole "
+                        "repository)")
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many verified tasks")
     p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of source files held out (default 0.3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/heldout split of files and of the "

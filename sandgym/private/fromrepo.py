@@ -37,11 +37,16 @@ from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
 from sandgym.tasks.load import save_jsonl
 from sandgym.tasks.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
+from sandgym.tasks.suites.long_context import CHARS_PER_TOKEN
 from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier, encode_data
 
 log = logging.getLogger(__name__)
 
-KINDS: tuple[str, ...] = ("reimplement", "bugfix")
+KINDS: tuple[str, ...] = ("reimplement", "bugfix", "locate")
+"""``reimplement`` (a body removed; the prompt names the function), ``bugfix`` (one small mutation; the prompt names
+the file and the failing tests), ``locate`` (one small mutation; the prompt is a bug report: a failing test's name
+and what it printed, never the file or the function: the agent searches the whole repository)."""
+DEFAULT_KINDS: tuple[str, ...] = ("reimplement", "bugfix")
 REPORT_NAME = "from_repo_report.json"
 TASKS_NAME = "tasks.jsonl"
 
@@ -54,8 +59,9 @@ class FromRepoConfig:
     """Root of a local Python repository with a pytest suite."""
     out: str
     """Output folder: ``tasks.jsonl`` and ``from_repo_report.json`` are written there."""
-    kinds: tuple[str, ...] = KINDS
-    """Task kinds to make: ``reimplement`` (body removed) and/or ``bugfix`` (one small mutation)."""
+    kinds: tuple[str, ...] = DEFAULT_KINDS
+    """Task kinds to make (``KINDS``): ``reimplement`` (body removed), ``bugfix`` (one small mutation, the file
+    named), ``locate`` (one small mutation, found from a bug report across the whole repository)."""
     max_tasks: int | None = None
     """Stop after this many verified tasks (None: every candidate)."""
     heldout_fraction: float = 0.3
@@ -92,7 +98,8 @@ class FromRepoConfig:
     def __post_init__(self) -> None:
         bad = [k for k in self.kinds if k not in KINDS]
         if bad or not self.kinds:
-            raise ConfigError(f"kinds={list(self.kinds)!r}: each must be one of {KINDS}, e.g. --kinds reimplement,bugfix")
+            raise ConfigError(f"kinds={list(self.kinds)!r}: each must be one of {KINDS}, e.g. --kinds reimplement,bugfix "
+                              "or --kinds locate")
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise ConfigError(f"heldout_fraction={self.heldout_fraction} must be in [0, 1), e.g. 0.3")
         if self.max_tasks is not None and self.max_tasks <= 0:
@@ -374,7 +381,8 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
                 return made, discards, splits
             cand = f"{target.file}::{target.qualname} ({kind})"
             mutations = ([remove_body(files[target.file], target)] if kind == "reimplement"
-                         else bug_mutations(files[target.file], target, config.seed)[: config.max_mutation_tries])
+                         else [dataclasses.replace(m, kind=kind) for m in
+                               bug_mutations(files[target.file], target, config.seed)[: config.max_mutation_tries]])
             if not mutations:
                 discards.append(Discard(cand, "no_mutation_site", "no single-line site to mutate"))
                 continue
@@ -436,8 +444,9 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
     start = runner.run(hidden, expected, swap=swap, isolation=isolation)
     if start.passed >= expected:
         return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
+    report = bug_report(start) if mutation.kind == "locate" else ""
     task = _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
-                 sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s, isolation)
+                 sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s, isolation, report)
     metadata = {**task.metadata, "tests_dropped_needs_in_process": dropped}
     return dataclasses.replace(task, metadata=metadata)
 
@@ -479,41 +488,100 @@ def _first_failure(report: TestReport) -> str:
     return "no report"
 
 
-def _prompt(target: Target, mutation: Mutation, failing: list[str]) -> str:
+def _prompt(target: Target, mutation: Mutation, failing: list[str], report: str = "") -> str:
     what = f"method `{target.qualname}`" if target.is_method else f"function `{target.name}`"
     if mutation.kind == "reimplement":
         return (f"The workspace is a snapshot of a Python project. The body of the {what} in `{target.file}` has "
                 "been removed (it now raises NotImplementedError). Re-implement it so that the project's tests "
                 "pass again. Keep its signature and docstring, and do not change other behaviour.")
+    if mutation.kind == "locate":
+        return ("The workspace is a whole Python project (its tests are not in it). A user reports a bug: since a "
+                f"recent change, the project's test `{failing[0]}` fails"
+                + (f" ({len(failing) - 1} other test(s) too)" if len(failing) > 1 else "") +
+                f". What it printed:\n\n```\n{report}\n```\n\nFind the code that causes it (search the "
+                "project: grep, list_files, read_file), fix it with a minimal change, and do not change other "
+                "behaviour. Then submit.")
     shown = ", ".join(f"`{n}`" for n in failing[:5]) + (" and others" if len(failing) > 5 else "")
     return (f"The workspace is a snapshot of a Python project. A recent change introduced a bug in `{target.file}`: "
             f"these tests of the project now fail: {shown}. Find the bug and fix it with a minimal change; do not "
             "change other behaviour.")
 
 
+REPORT_LINES = 12
+"""Lines of a failing test's output a ``locate`` prompt shows."""
+
+
+def bug_report(start: TestReport) -> str:
+    """What the first failing hidden test printed, as a user would paste it: the test's own line and the error
+    lines, without a file path, a line number or a line of the project's code (those would name the place)."""
+    for o in start.outcomes:
+        if o.outcome in ("passed", "skipped") or "::" not in o.name:
+            continue
+        text = o.message.split("raised in the solution's process")[0]
+        lines = text.splitlines()
+        first = next((ln.strip() for ln in lines if ln.startswith(">")), "")
+        errors = [ln.strip() for ln in lines if ln.lstrip().startswith("E ") and ".py" not in ln]
+        shown = [first.lstrip("> ").strip()] if first else []
+        shown += [e for e in errors if e.strip() != "E"]
+        if shown:
+            return "\n".join(shown[:REPORT_LINES])[:1500]
+    return "(the test failed without output)"
+
+
+def workspace_tokens(files: Mapping[str, str]) -> int:
+    """The workspace's size in tokens (characters / ``CHARS_PER_TOKEN``, as the long-context documents count)."""
+    return sum(len(text) for text in files.values()) // CHARS_PER_TOKEN
+
+
+def _search_plan(target: Target, mutation: Mutation, original: str) -> dict[str, Any]:
+    """How the oracle demonstrates a ``locate`` task (``metadata["search"]``): grep the repository for the definition
+    the report leads to, read around it, and undo the change with one unique edit (never a whole-file write)."""
+    old, new = unique_edit(mutation.source, original, mutation.line)
+    return {"grep": rf"def {re.escape(target.name)}\b", "path": target.file, "line": mutation.line, "old": old,
+            "new": new}
+
+
+def unique_edit(mutated: str, original: str, line: int) -> tuple[str, str]:
+    """(old, new): the changed line with as many neighbours as make ``old`` occur once in ``mutated``."""
+    a, b = mutated.splitlines(keepends=True), original.splitlines(keepends=True)
+    i = line - 1
+    for k in range(0, 40):
+        lo, hi = max(0, i - k), min(len(a), i + k + 1)
+        old = "".join(a[lo:hi])
+        if mutated.count(old) == 1:
+            return old, "".join(b[lo:hi + len(b) - len(a)])
+    return mutated, original
+
+
 def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target: Target, mutation: Mutation,
           hidden: dict[str, str], expected: int, failing: list[str], splits: Mapping[str, str], scrubber: Scrubber,
-          timeout_s: float, isolation: Isolation = SAFE_ISOLATION) -> Task:
+          timeout_s: float, isolation: Isolation = SAFE_ISOLATION, report: str = "") -> Task:
     module = target.file.removesuffix(".py").replace("/", ".")
-    suffix = f"-{mutation.operator}-L{mutation.line}" if mutation.kind == "bugfix" else ""
-    prompt = _prompt(target, mutation, failing)
+    suffix = f"-{mutation.operator}-L{mutation.line}" if mutation.kind != "reimplement" else ""
+    prompt = _prompt(target, mutation, failing, report)
     if config.scrub:
         prompt, _ = scrubber.text(prompt, "<prompt>")
-    difficulty = 2 if mutation.kind == "bugfix" else min(4, 1 + (target.body_lines > 5) + (target.body_lines > 15)
-                                                         + (target.body_lines > 40))
+    difficulty = 2 if mutation.kind == "bugfix" else 3 if mutation.kind == "locate" else min(
+        4, 1 + (target.body_lines > 5) + (target.body_lines > 15) + (target.body_lines > 40))
+    workspace = {**files, target.file: mutation.source}
+    # a locate task never says where: no entry file (a system prompt could show it); the oracle's search instead,
+    # and the workspace's size in tokens (evaluation reports completion by it, as by a document's length)
+    where: dict[str, Any] = ({"search": _search_plan(target, mutation, files[target.file]),
+                              "tokens": workspace_tokens(workspace)} if mutation.kind == "locate"
+                             else {"entry_file": target.file})
     return Task(
         id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
         domain="coding", family=f"repo_{mutation.kind}", split=splits.get(target.file, "train"),  # type: ignore[arg-type]
         prompt=prompt,
         verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected, isolation=isolation,
                           data=encode_data(snap.support_data)),
-        files={**files, target.file: mutation.source},
+        files=workspace,
         data_files=encode_data(snap.data),
         reference=Reference(files={target.file: files[target.file]}),
         limits=TaskLimits(max_turns=12, exec_timeout_s=max(10.0, round(timeout_s)), episode_timeout_s=600.0),
         difficulty=difficulty,
         requirements=tuple(config.requirements),
-        metadata={"entry_file": target.file, "source_file": snap.repo_path(target.file), "repo": config.suite_name,
+        metadata={**where, "source_file": snap.repo_path(target.file), "repo": config.suite_name,
                   "function": target.qualname, "kind": mutation.kind,
                   "mutation": {"operator": mutation.operator, "line": mutation.line, "before": mutation.before,
                                "after": mutation.after},

@@ -17,7 +17,7 @@ from pathlib import Path
 
 TRAIN_NAME = "train.toml"
 EVAL_NAME = "eval.toml"
-TOOLS = ("list_files", "read_file", "edit_file", "write_file", "submit")
+TOOLS = ("list_files", "read_file", "grep", "edit_file", "write_file", "submit")
 
 _ROLLOUT = f"""max_new_tokens = 384
 max_turns = 6

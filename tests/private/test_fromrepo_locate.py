@@ -1,0 +1,70 @@
+"""``--kinds locate``: a bug found from a user's report across the whole repository, never told where it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
+from sandgym.private.fromrepo import FromRepoConfig, FromRepoResult, bug_report, run, unique_edit
+from sandgym.sandbox.protocol import TestOutcome as Outcome
+from sandgym.sandbox.protocol import TestReport as Report
+
+FIXTURE = Path(__file__).parent / "fixtures" / "minicalc"
+
+
+@pytest.fixture(scope="module")
+def located(tmp_path_factory: pytest.TempPathFactory) -> FromRepoResult:
+    from sandgym.sandbox import LocalSandbox
+
+    try:
+        LocalSandbox().close()
+    except Exception as exc:  # no namespaces here: the sandbox's own tests cover that
+        pytest.skip(f"local sandbox unavailable: {exc}")
+    out = tmp_path_factory.mktemp("minicalc_locate")
+    return run(FromRepoConfig(repo=str(FIXTURE), out=str(out), kinds=("locate",), seed=0, max_tasks=4))
+
+
+def test_the_prompt_is_a_bug_report_that_never_says_where(located: FromRepoResult) -> None:
+    assert located.made > 0
+    for task in located.tasks:
+        assert task.family == "repo_locate" and "entry_file" not in task.metadata
+        source = task.metadata["source_file"]
+        assert source not in task.prompt  # (a test's own file name may echo it, as in a real report)
+        assert task.metadata["hidden_tests"][0] in task.prompt and "```" in task.prompt
+        assert task.metadata["tokens"] == sum(len(t) for t in task.files.values()) // 4 > 0
+
+
+def test_oracle_searches_and_fixes_noop_fails(located: FromRepoResult) -> None:
+    from sandgym.envs.builtin_tools import builtin_tools
+    from sandgym.envs.tool_env import ToolEnv
+
+    tools = builtin_tools(["list_files", "read_file", "grep", "edit_file", "write_file", "submit"])
+    env = ToolEnv(tasks=list(located.tasks), reuse_sandbox=True, tools=tools)
+    try:
+        oracle = [run_episode(env, OracleAgent(), t) for t in located.tasks]
+        noop = [run_episode(env, NoopAgent(), t) for t in located.tasks]
+    finally:
+        env.close()
+    assert all(r.success for r in oracle) and not any(r.success for r in noop)
+    plan = OracleAgent().plan(located.tasks[0])  # a search, a read, one edit: never the whole file written
+    assert ['"grep"' in t for t in plan[:3]] == [True, False, False] and '"edit_file"' in plan[2]
+    assert all('"write_file"' not in t for t in plan)
+
+
+def test_bug_report_keeps_the_test_line_and_errors_without_paths() -> None:
+    message = ("    def test_add():\n>       assert add(2, 3) == 5\nE       assert -1 == 5\nE        +  where -1 = add(2, 3)\n"
+               "\nminicalc/arith.py:4: in add\n    return a - b\nE   File \"/workspace/minicalc/arith.py\", line 4\n"
+               "raised in the solution's process:\nTraceback ...  minicalc/arith.py")
+    report = Report(expected=1, outcomes=(Outcome("tests/test_arith.py::test_add", "failed", message),))
+    text = bug_report(report)
+    assert text.splitlines()[0] == "assert add(2, 3) == 5"
+    assert "assert -1 == 5" in text and ".py" not in text and "return a - b" not in text
+
+
+def test_unique_edit_grows_until_the_old_text_occurs_once() -> None:
+    mutated = "def f(x):\n    return x - 1\n\ndef g(x):\n    return x - 1\n"
+    original = "def f(x):\n    return x - 1\n\ndef g(x):\n    return x + 1\n"
+    old, new = unique_edit(mutated, original, 5)
+    assert mutated.count(old) == 1 and mutated.replace(old, new) == original
