@@ -87,7 +87,7 @@ def fetch(pkg: Package, work: Path) -> Path:
     if not found:
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
                         f"{pkg.name}=={pkg.version}", "-d", str(sdists)], check=True)
-        found = [p for p in sdists.glob("*.tar.gz") if p.name.lower().replace("-", "_").startswith(stem)]
+        found = [p for p in sdists.glob("*.tar.gz") if p.name.lower().replace("-", "_").startswith(stem.replace("-", "_"))]
     src = work / "src"
     with tarfile.open(found[0]) as tar:
         top = tar.getnames()[0].split("/")[0]
