@@ -1,4 +1,5 @@
-"""Aggregate episode rows into the metrics of ``metrics.json``: completion, stability, transfer, failures, cost."""
+"""Aggregate episode rows into the metrics of ``metrics.json``: completion, stability, transfer, failures, runtime
+signals, cost."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sandgym.evaluate.metrics import (
     pass_at_k,
     pass_hat_k,
 )
+from sandgym.evaluate.signals import runtime_signals
 
 
 def by_task(rows: Sequence[EpisodeRow], value: Callable[[EpisodeRow], float]) -> dict[str, list[float]]:
@@ -170,6 +172,7 @@ def aggregate(
     m["stability"] = {"seeds": seed_spread(rows)}
     m["failure_modes"] = failure_modes(rows)
     m["traps"] = traps(rows)
+    m["signals"] = runtime_signals(rows)
     m["behaviour"] = behaviour(rows)
     m["by_length"] = by_length(rows, samples)
     m["by_length_pooled"] = by_length_pooled(rows, samples)

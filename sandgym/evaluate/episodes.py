@@ -36,6 +36,9 @@ class EpisodeRow:
     trajectory: Mapping[str, Any] = field(default_factory=dict)
     doc_tokens: int = 0
     """Length of the task's document in tokens (``metadata["tokens"]`` of long-context tasks; 0 for others)."""
+    signals: Mapping[str, float] = field(default_factory=dict)
+    """The outcome's runtime signals (``EpisodeOutcome.grade.signals``: a service stack's measured values, the
+    shares of signal tests passed); empty for tasks without them."""
 
     @property
     def key(self) -> tuple[int, str]:
@@ -74,6 +77,7 @@ class EpisodeRow:
             reward_components=_components(t.reward_components, task),
             trajectory=_light(t),
             doc_tokens=int(task.metadata.get("tokens") or 0),
+            signals=dict(t.outcome.grade.signals) if t.outcome is not None else {},
         )
 
 

@@ -27,6 +27,7 @@ from sandgym.evaluate.report_writer import (
     legend,
     pyplot,
 )
+from sandgym.evaluate.signals import signals_section
 
 SECTIONS = ("Headline", "By domain", "By family", "By document length", "Stability", "Transfer", "Failure modes",
             "Traps", "Behaviour", "Cost", "Episodes", "Versions")
@@ -159,6 +160,7 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True, episodes: Sequen
             *((Bullets(tuple(gains)),) if gains else ()))),
         Section("Failure modes", (failures, *fig("failures"))),
         Section("Traps", (traps,)),
+        signals_section(m),
         Section("Behaviour", (behaviour_table(m), Text(
             "first attempt pass: the first visible-test run passed; recovery: solved after a failing first run "
             "(of those episodes); verify before submit: submitted code the visible tests had run on; valid call "
