@@ -1,4 +1,5 @@
-"""``sandgym eval [CONFIG] [--set KEY=VALUE] [--FLAG VALUE ...]`` and ``sandgym eval compare DIR DIR ...``.
+"""``sandgym eval [CONFIG] [--set KEY=VALUE] [--FLAG VALUE ...]``, ``sandgym eval compare DIR DIR ...`` and
+``sandgym eval reproduce METRICS.json``.
 
 Configured like ``sandgym train``: an optional TOML file (:class:`~sandgym.evaluate.config.EvalConfig`, with the
 ``[rollout]`` table of a training config), then the flags, then ``--set`` (each later one wins). The flags are
@@ -22,6 +23,7 @@ from sandgym.evaluate.compare import compare_table
 from sandgym.evaluate.config import EvalConfig, load_eval_config
 from sandgym.evaluate.policies import check_out_dir, check_policy, trained_rollout
 from sandgym.evaluate.report import headline_rows
+from sandgym.evaluate.reproduce import reproduce
 from sandgym.evaluate.run import load_tasks
 
 FLAGS: tuple[Flag, ...] = tuple(config_flags(EvalConfig, sections=("rollout",), skip=("metadata",)))
@@ -107,7 +109,8 @@ class _ConfigOrCommand(argparse._SubParsersAction):  # type: ignore[type-arg]
 def add_commands(sub: Any) -> None:
     p = sub.add_parser(
         "eval",
-        help="score a policy on held-out suites (TOML config and/or flags; eval compare DIR DIR ...)",
+        help="score a policy on held-out suites (TOML config and/or flags; eval compare DIR DIR ...; eval "
+        "reproduce METRICS.json)",
         description="Evaluate POLICY on suites: completion, pass@k/pass^k, transfer, failure modes, with 95% CIs. "
         "Configured like `sandgym train`: an optional TOML CONFIG (keys: the flags' config keys, rollout settings "
         "in a [rollout] table as in a training config), then the flags, then --set (each later one wins). "
@@ -119,19 +122,39 @@ def add_commands(sub: Any) -> None:
     for flag in FLAGS:
         _add_flag(p, flag)
     p.set_defaults(func=_eval, config=None)
-    commands = p.add_subparsers(dest="eval_command", action=_ConfigOrCommand, metavar="CONFIG | compare",
+    commands = p.add_subparsers(dest="eval_command", action=_ConfigOrCommand,
+                                metavar="CONFIG | compare | reproduce",
                                 title="config or subcommand",
-                                description="CONFIG: a TOML file (its keys: see --print-config); compare: see "
-                                "`sandgym eval compare --help`")
+                                description="CONFIG: a TOML file (its keys: see --print-config); compare, "
+                                "reproduce: see `sandgym eval compare --help`, `sandgym eval reproduce --help`")
     c = commands.add_parser("compare", help="put finished evaluations side by side (a markdown table)",
                             description="Put finished evaluations (directories with metrics.json) side by side.")
     c.add_argument("dirs", nargs="+", metavar="DIR", help="an evaluation's output directory")
     c.set_defaults(func=_compare)
+    r = commands.add_parser(
+        "reproduce", help="re-run a recorded evaluation and check each figure against its recorded interval",
+        description="Re-run the evaluation recorded in METRICS.json (its config and manifest: policy, suites, task "
+        "seed, rollout, samples, seeds) and report, per metric, whether the new value lies within the recorded 95% "
+        "interval. Refused, naming the difference, when a suite's tasks hash, a reward version or an adapter "
+        "changed. Exit status 1 when a metric falls outside its interval.")
+    r.add_argument("metrics", metavar="METRICS.json", help="a metrics.json, or the evaluation directory holding it")
+    r.add_argument("--out", default=None, help="directory of the re-run (default: reproduce, reproduce-2, ... "
+                   "beside METRICS.json)")
+    r.set_defaults(func=_reproduce)
 
 
 def _compare(args: argparse.Namespace) -> int:
     print(compare_table(args.dirs))
     return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    result = reproduce(args.metrics, out=args.out, note=lambda line: print(f"sandgym eval reproduce: {line}",
+                                                                            file=sys.stderr, flush=True))
+    print(result.table())
+    print(f"{len(result.checks) - len(result.outside)} of {len(result.checks)} metrics within their recorded "
+          f"intervals; details: {result.out_dir / 'reproduce.json'}")
+    return 0 if result.ok else 1
 
 
 def _seeds(raw: str) -> list[int]:

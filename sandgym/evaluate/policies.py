@@ -90,27 +90,43 @@ def check_out_dir(out: str | Path) -> None:
             raise ConfigError(f"--out {str(p)!r}: {str(parent)!r} is a file, not a directory; choose another path")
 
 
-def load_policy(spec: str, *, model: str = "smollm2-135m") -> tuple[Any, PolicyInfo]:
-    """Build the policy named by ``spec`` (see :class:`~sandgym.evaluate.config.EvalConfig`)."""
+def describe_policy(spec: str, *, model: str = "smollm2-135m") -> PolicyInfo:
+    """What :func:`load_policy` records for ``spec``, without loading anything heavy (a server policy's model is
+    its ``#MODEL``, else its URL: asking the server is left to ``load_policy``). Nothing is checked but damaged
+    adapter files (:func:`check_policy` checks the rest)."""
     if spec in SCRIPTED:
-        cls = {"oracle": scripted.OracleAgent, "noop": scripted.NoopAgent, "random": scripted.RandomAgent}[spec]
-        return ScriptedPolicy(cls), PolicyInfo(spec, "scripted", spec)
+        return PolicyInfo(spec, "scripted", spec)
     if spec.startswith("openai:"):
         url, _, name = spec[len("openai:") :].partition("#")
-        return OpenAIPolicy(base_url=url, model=name or "default"), PolicyInfo(spec, "endpoint", name or url)
+        return PolicyInfo(spec, "endpoint", name or url)
+    if spec.startswith("server:"):
+        url, _, name = spec[len("server:") :].partition("#")
+        return PolicyInfo(spec, "server", name or url)
+    adapter = resolve_adapter_dir(spec)
+    if adapter is not None:
+        return PolicyInfo(spec, "adapter", _adapter_base(adapter, default=model), str(adapter), _weights_hash(adapter))
+    return PolicyInfo(spec, "base", spec)
+
+
+def load_policy(spec: str, *, model: str = "smollm2-135m") -> tuple[Any, PolicyInfo]:
+    """Build the policy named by ``spec`` (see :class:`~sandgym.evaluate.config.EvalConfig`)."""
     check_policy(spec)
-    if spec.startswith("server:"):  # token-level, on a vLLM-compatible server (vllm serve, sandgym serve-model)
+    info = describe_policy(spec, model=model)
+    if info.kind == "scripted":
+        cls = {"oracle": scripted.OracleAgent, "noop": scripted.NoopAgent, "random": scripted.RandomAgent}[spec]
+        return ScriptedPolicy(cls), info
+    if info.kind == "endpoint":
+        url, _, name = spec[len("openai:") :].partition("#")
+        return OpenAIPolicy(base_url=url, model=name or "default"), info
+    if info.kind == "server":  # token-level, on a vLLM-compatible server (vllm serve, sandgym serve-model)
         url, _, name = spec[len("server:") :].partition("#")
         served = ServerPolicy.from_server(url, name or None)
         return served, PolicyInfo(spec, "server", served.model)
     from sandgym.agents.hf import HFPolicy
 
-    adapter = resolve_adapter_dir(spec)
-    if adapter is not None:
-        base = _adapter_base(adapter, default=model)
-        policy = HFPolicy(base, lora=None, adapter=str(adapter))
-        return policy, PolicyInfo(spec, "adapter", base, str(adapter), _weights_hash(adapter))
-    return HFPolicy(spec, lora=None), PolicyInfo(spec, "base", spec)
+    if info.adapter is not None:
+        return HFPolicy(info.model, lora=None, adapter=info.adapter), info
+    return HFPolicy(spec, lora=None), info
 
 
 TRAINED_ROLLOUT = ("max_new_tokens", "max_turns", "max_total_tokens", "truncated_turn", "code_action", "tools",

@@ -8,22 +8,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import sandgym
 from sandgym.agents.context_window import check_context
 from sandgym.agents.env_pool import EnvPool
 from sandgym.agents.rollout_config import RolloutConfig
 from sandgym.configs import to_dict
-from sandgym.envs.rewards import RewardConfig
 from sandgym.errors import ConfigError, SandboxError
 from sandgym.evaluate.aggregate import aggregate
 from sandgym.evaluate.config import DEFAULT_N_TASKS, EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow, append_rows, read_rows, write_prompts
+from sandgym.evaluate.manifest import build_manifest
 from sandgym.evaluate.policies import PolicyInfo, check_out_dir, check_policy, load_policy
 from sandgym.evaluate.report import write_reports
 from sandgym.rollout.progress import progress
@@ -61,21 +59,34 @@ def suite_tasks(config: EvalConfig, spec: str) -> tuple[list[Task], int | None]:
     return load_suite(spec, n=n, seed=config.task_seed, difficulty=config.difficulty), None
 
 
-def load_tasks(config: EvalConfig, *, report: Callable[[str], None] | None = None) -> list[Task]:
-    """Every suite's tasks (see :func:`suite_tasks`), each id once; ``report`` gets one line per suite saying how
+def load_suites(config: EvalConfig, *, report: Callable[[str], None] | None = None) -> dict[str, list[Task]]:
+    """Each suite spec's tasks (see :func:`suite_tasks`), in order; ``report`` gets one line per suite saying how
     many tasks of how many it gave (``tasks: 40 of 40 from FILE``)."""
 
-    tasks: list[Task] = []
-    seen: set[str] = set()
+    out: dict[str, list[Task]] = {}
     for spec in config.suites:
         got, total = suite_tasks(config, spec)
         if report is not None:
             report(tasks_line(len(got), total, spec))
+        out[spec] = got
+    return out
+
+
+def unique_tasks(suites: Mapping[str, Sequence[Task]]) -> list[Task]:
+    """The tasks of every suite, each id once, in order."""
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for got in suites.values():
         for t in got:
             if t.id not in seen:
                 seen.add(t.id)
                 tasks.append(t)
     return tasks
+
+
+def load_tasks(config: EvalConfig, *, report: Callable[[str], None] | None = None) -> list[Task]:
+    """Every suite's tasks (see :func:`load_suites`), each id once."""
+    return unique_tasks(load_suites(config, report=report))
 
 
 def env_factory(config: EvalConfig) -> Callable[[], Any]:
@@ -160,7 +171,8 @@ def run(config: EvalConfig) -> EvalResult:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(to_dict(config), indent=2), encoding="utf-8")
-    tasks = load_tasks(config)
+    suites = load_suites(config)
+    tasks = unique_tasks(suites)
     t0 = time.perf_counter()
     policy, info = load_policy(config.policy)
     rows = evaluate_policy(policy, info, config, out, tasks=tasks)
@@ -177,36 +189,16 @@ def run(config: EvalConfig) -> EvalResult:
         baseline=base_rows,
         trained_families=config.trained_families,
     )
+    manifest = build_manifest(config, suites, info, base_info)
     metrics.update(
         schema=METRICS_SCHEMA,
         policy=info.to_json(),
         baseline_policy=base_info.to_json() if base_info else None,
-        versions=versions(config),
+        manifest=manifest.to_json(),
+        versions=manifest.versions(),
         config=to_dict(config),
         wall_s=time.perf_counter() - t0,
     )
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str), encoding="utf-8")
     write_reports(out, metrics)
     return EvalResult(out, metrics, tuple(rows))
-
-
-def versions(config: EvalConfig) -> dict[str, Any]:
-    """Versions of everything that decides a score: sandgym, tasks, rewards, model libraries, seeds (the libraries'
-    from their installed metadata: a scripted policy's evaluation never imports torch)."""
-    return {
-        "sandgym": sandgym.__version__,
-        "rewards": sorted(RewardConfig().weights),
-        "tasks": {"suites": list(config.suites), "task_seed": config.task_seed, "n_tasks": config.n_tasks,
-                  "difficulty": config.difficulty},
-        "torch": _installed("torch"),
-        "transformers": _installed("transformers"),
-        "peft": _installed("peft"),
-        "seeds": list(config.seeds),
-    }
-
-
-def _installed(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        return None

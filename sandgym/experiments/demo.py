@@ -37,13 +37,14 @@ from sandgym.errors import ConfigError, SandgymError
 from sandgym.evaluate.aggregate import aggregate, with_pooled
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow, read_prompts, read_rows
+from sandgym.evaluate.manifest import build_manifest
 from sandgym.evaluate.metrics import format_interval, format_p
-from sandgym.evaluate.policies import load_policy
+from sandgym.evaluate.policies import describe_policy, load_policy
 from sandgym.evaluate.report import write_reports
 from sandgym.evaluate.report_browser import PolicyEpisodes, episodes_section
 from sandgym.evaluate.report_training import training_section
 from sandgym.evaluate.report_writer import Bullets, Report, Section, Table, Text, bar_figure
-from sandgym.evaluate.run import evaluate_policy, load_tasks
+from sandgym.evaluate.run import evaluate_policy, load_suites, load_tasks
 from sandgym.experiments.demo_all import POLICIES, TEST_BEHAVIOURS, can_run_tests, tracks_report
 from sandgym.experiments.periodic_eval import load_curve
 from sandgym.experiments.periodic_eval import train_with_eval as train
@@ -127,11 +128,14 @@ def report(out: Path, cfg: EvalConfig, rows: dict[str, list[EpisodeRow]], timing
     pairs = {"base": None, "sft": "base", "sft_rl": "base"}
     labels = dict(POLICIES)
     metrics = {}
+    suites = load_suites(cfg)
     for name, base in pairs.items():
         m = aggregate(rows[name], samples=cfg.samples, baseline=rows[base] if base else None,
                       trained_families=cfg.trained_families)
+        manifest = build_manifest(cfg, suites, describe_policy(specs[name]), describe_policy(specs[base]) if base else None)
         m.update(schema="sandgym.eval/v1", policy={"spec": specs[name]},
-                 baseline_policy={"spec": specs[base]} if base else None, config=to_dict(cfg))
+                 baseline_policy={"spec": specs[base]} if base else None, config=to_dict(cfg),
+                 manifest=manifest.to_json(), versions=manifest.versions())
         (out / name / "metrics.json").write_text(json.dumps(m, indent=2, default=str), encoding="utf-8")
         write_reports(out / name, m, [PolicyEpisodes(labels[n], tuple(rows[n]), read_prompts(out / n))
                                       for n in (name, base) if n])

@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from sandgym.evaluate.episodes import read_rows
+from sandgym.evaluate.manifest import build_manifest
 from sandgym.evaluate.metrics import Interval, bootstrap_ci, format_interval, format_p, paired_test
+from sandgym.evaluate.policies import PolicyInfo
 from sandgym.evaluate.report_writer import (
     PALETTE,
     Block,
@@ -38,8 +40,10 @@ from sandgym.evaluate.report_writer import (
     pyplot,
     series_legend,
 )
-from sandgym.experiments.periodic_eval import load_curve
+from sandgym.evaluate.run import load_suites
+from sandgym.experiments.periodic_eval import eval_config, load_curve
 from sandgym.experiments.sweep_state import load_sweep
+from sandgym.train.config import load_config
 
 FINAL_STEPS = 3
 """Final training reward of a run: the mean reward of its last this many steps."""
@@ -361,14 +365,32 @@ def plots(m: dict[str, Any]) -> dict[str, Figure]:
     return out
 
 
+def sweep_manifest(sweep: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The manifest (``sandgym.evaluate.manifest``) of the sweep's held-out evaluation, from its first run's config:
+    the base model, the evaluation's suites, rollout and seeds; ``extra`` holds the sweep (config, seeds, varied
+    keys) and the training suites. None before any run has written its config."""
+    for r in sweep.get("runs", []):
+        path = Path(r["out_dir"]) / "config.toml"
+        if path.is_file():
+            config = load_config(path)
+            evaluation = eval_config(config, Path(r["out_dir"]) / "eval")
+            policy = PolicyInfo(config.model.name, "base", config.model.name)
+            extra = {"sweep": {k: sweep.get(k) for k in ("config", "seeds", "vary")},
+                     "training_suites": [d.suite for d in config.domains.mix]}
+            return build_manifest(evaluation, load_suites(evaluation), policy, extra=extra).to_json()
+    return None
+
+
 def write_sweep_report(out: str | Path) -> dict[str, Any]:
     """Write ``report.md``, ``report.html`` and ``sweep_metrics.json`` into the sweep directory ``out``."""
     out = Path(out)
     m = sweep_metrics(out)
     build_report(m).write(out)
-    slim = {"variants": m["variants"], "comparisons": m["comparisons"], "runs": m["sweep"]["runs"]}
+    slim = {"variants": m["variants"], "comparisons": m["comparisons"], "runs": m["sweep"]["runs"],
+            "manifest": sweep_manifest(m["sweep"])}
     (out / "sweep_metrics.json").write_text(json.dumps(slim, indent=2, default=str), encoding="utf-8")
     return m
 
 
-__all__ = ["build_report", "compare_variants", "hierarchical_ci", "paired", "sweep_metrics", "write_sweep_report"]
+__all__ = ["build_report", "compare_variants", "hierarchical_ci", "paired", "sweep_manifest", "sweep_metrics",
+           "write_sweep_report"]
