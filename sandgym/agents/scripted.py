@@ -101,9 +101,9 @@ class OracleAgent(_PlanAgent):
         if self.style == "fix" and set(ref.files) == {entry}:
             return fix_plan(task, ref.files[entry])
         turns: list[str] = []
-        search = task.metadata.get("search")
-        if ref.files and isinstance(search, Mapping):
-            return locate_plan(search)
+        edit = task.metadata.get("edit")
+        if ref.files and isinstance(edit, Mapping):
+            return edit_plan(edit, task.metadata.get("search"))
         if ref.files:
             entry = str(task.metadata.get("entry_file", "solution.py"))
             look = call("list_files")
@@ -119,13 +119,15 @@ class OracleAgent(_PlanAgent):
         return turns
 
 
-def locate_plan(search: Mapping[str, Any]) -> list[str]:
-    """A bug found from a report across a whole repository (``metadata["search"]``, from-repo's ``locate`` kind):
-    grep the project for the definition, read around the line, undo the change with one edit, submit."""
-    path, line = str(search["path"]), int(search["line"])
-    return [call("grep", pattern=str(search["grep"]), path="."),
-            call("read_file", path=path, start_line=max(1, line - 12), end_line=line + 12),
-            call("edit_file", path=path, old=str(search["old"]), new=str(search["new"])),
+def edit_plan(edit: Mapping[str, Any], search: Any = None) -> list[str]:
+    """A repository task (from-repo's ``metadata["edit"]``): find the place (grep the project for the definition,
+    ``metadata["search"]``, when the prompt does not say where; else look at the files), read around the line, undo
+    the change with one ``edit_file``, submit. Never a whole-file write: a model's window may not hold the file."""
+    path, line = str(edit["path"]), int(edit["line"])
+    find = (call("grep", pattern=str(search["grep"]), path=".") if isinstance(search, Mapping) and search.get("grep")
+            else call("list_files"))
+    return [find, call("read_file", path=path, start_line=max(1, line - 12), end_line=line + 12),
+            call("edit_file", path=path, old=str(edit["old"]), new=str(edit["new"])),
             call("submit", answer="done")]
 
 

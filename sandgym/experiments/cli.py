@@ -1,12 +1,12 @@
 """``sandgym train`` and ``sft`` (from :mod:`sandgym.train.cli`, with periodic evaluation and the judge's
-re-calibration wired in as the loop's hook), ``sandgym sweep`` and ``sandgym demo``."""
+re-calibration wired in as the loop's hook), ``sandgym sweep``, ``sandgym demo`` and ``sandgym recipe repo``."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from sandgym.experiments import sweep_cli
+from sandgym.experiments import repo_recipe, sweep_cli
 from sandgym.experiments.demo import DESCRIPTION, add_arguments, run, track_lines
 from sandgym.experiments.periodic_eval import training_hooks
 from sandgym.train import cli as train_cli
@@ -20,3 +20,4 @@ def add_commands(sub: Any) -> None:
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(demo)
     demo.set_defaults(func=run)
+    repo_recipe.add_commands(sub)

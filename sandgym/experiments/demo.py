@@ -48,6 +48,7 @@ from sandgym.evaluate.run import evaluate_policy, load_suites, load_tasks
 from sandgym.experiments.demo_all import POLICIES, TEST_BEHAVIOURS, can_run_tests, tracks_report
 from sandgym.experiments.periodic_eval import load_curve
 from sandgym.experiments.periodic_eval import train_with_eval as train
+from sandgym.experiments.relabel_stage import relabel_warm_start
 from sandgym.tasks.registry import parse_suite_spec
 from sandgym.train.checkpoint import latest_checkpoint
 from sandgym.train.config import TrainConfig, load_config
@@ -105,7 +106,8 @@ def eval_config(train: TrainConfig, out: Path, *, n_tasks: int, samples: int, se
     with the training rollout settings."""
     specs = [parse_suite_spec(d.suite) for d in train.domains.mix]
     heldout = sorted({str(replace(p, split="heldout", n=None)) for p in specs})  # options (lengths) kept
-    families = tuple(sorted({p.name.split("/", 1)[1] for p in specs if "/" in p.name}))
+    # a suite file's (from-repo's tasks.jsonl) families are its tasks' own, all trained: no family list for it
+    families = tuple(sorted({p.name.split("/", 1)[1] for p in specs if "/" in p.name and not Path(p.name).exists()}))
     difficulty = max((d.difficulty for d in train.domains.mix if d.difficulty), default=None)  # the hardest trained
     coding = any(p.name.split("/")[0] == "coding" for p in specs)
     unseen = UNSEEN_CODING + (f"@{unseen_tasks}" if unseen_tasks else "")
@@ -332,6 +334,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seeds", type=int, default=1, help="sampling seeds 0..S-1 of the evaluation (default: 1)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a training-config key, e.g. --set optim.steps=2 (repeatable)")
+    ap.add_argument("--relabel", action="store_true",
+                    help="after the oracle warm start, train it further on its own train-task episodes relabelled "
+                         "by the oracle (sft.relabel), before RL; the SFT policy evaluated is that adapter")
 
 
 def build_parser(prog: str = "python -m sandgym.demo") -> argparse.ArgumentParser:
@@ -383,11 +388,16 @@ def run(args: argparse.Namespace) -> int:
     sft_dir = out / "train" / "sft"
     if not (sft_dir / "adapter" / "adapter_config.json").is_file():
         run_sft(config, sft_dir)
+    sft_adapter = sft_dir / "adapter"
     timings["sft"] = time.perf_counter() - t
+    if getattr(args, "relabel", False):
+        t = time.perf_counter()
+        sft_adapter = relabel_warm_start(config, sft_adapter, out / "train" / "relabel")
+        timings["sft_relabel"] = time.perf_counter() - t
 
     t = time.perf_counter()
 
-    rl_config = replace(config, init="base", model=replace(config.model, adapter=str(sft_dir / "adapter")))
+    rl_config = replace(config, init="base", model=replace(config.model, adapter=str(sft_adapter)))
     done = latest_checkpoint(out / "train")
     if done is None or not done.name.endswith(f"{config.optim.steps:06d}"):
         train(rl_config, resume=done is not None)
@@ -395,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = eval_config(config, out / "eval", n_tasks=args.n_tasks or size.n_tasks,
                       samples=args.samples or size.samples, seeds=args.seeds, unseen_tasks=size.unseen_tasks)
-    specs = {"base": config.model.name, "sft": str(sft_dir / "adapter"), "sft_rl": str(out / "train")}
+    specs = {"base": config.model.name, "sft": str(sft_adapter), "sft_rl": str(out / "train")}
     rows = {}
     for name, spec in specs.items():
         t = time.perf_counter()

@@ -533,23 +533,29 @@ def workspace_tokens(files: Mapping[str, str]) -> int:
     return sum(len(text) for text in files.values()) // CHARS_PER_TOKEN
 
 
-def _search_plan(target: Target, mutation: Mutation, original: str) -> dict[str, Any]:
-    """How the oracle demonstrates a ``locate`` task (``metadata["search"]``): grep the repository for the definition
-    the report leads to, read around it, and undo the change with one unique edit (never a whole-file write)."""
-    old, new = unique_edit(mutation.source, original, mutation.line)
-    return {"grep": rf"def {re.escape(target.name)}\b", "path": target.file, "line": mutation.line, "old": old,
-            "new": new}
+def _edit(mutation: Mutation, original: str, path: str) -> dict[str, Any]:
+    """How the oracle undoes the starting state (``metadata["edit"]``): one ``edit_file`` whose ``old`` text occurs
+    once in the file, and the line to read around first (never a whole-file write, which a model's window may not
+    hold)."""
+    old, new = unique_edit(mutation.source, original)
+    return {"path": path, "line": mutation.line, "old": old, "new": new}
 
 
-def unique_edit(mutated: str, original: str, line: int) -> tuple[str, str]:
-    """(old, new): the changed line with as many neighbours as make ``old`` occur once in ``mutated``."""
+def unique_edit(mutated: str, original: str) -> tuple[str, str]:
+    """(old, new): the lines that differ, with as many neighbours as make ``old`` occur once in ``mutated``."""
     a, b = mutated.splitlines(keepends=True), original.splitlines(keepends=True)
-    i = line - 1
-    for k in range(0, 40):
-        lo, hi = max(0, i - k), min(len(a), i + k + 1)
-        old = "".join(a[lo:hi])
-        if mutated.count(old) == 1:
-            return old, "".join(b[lo:hi + len(b) - len(a)])
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    j = 0
+    while j < min(len(a), len(b)) - i and a[-1 - j] == b[-1 - j]:
+        j += 1
+    for k in range(40):
+        lo, end_a = max(0, i - k), min(len(a), len(a) - j + k)
+        end_b = len(b) - j + (end_a - (len(a) - j))
+        old = "".join(a[lo:end_a])
+        if old and mutated.count(old) == 1:
+            return old, "".join(b[lo:end_b])
     return mutated, original
 
 
@@ -566,9 +572,10 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
     workspace = {**files, target.file: mutation.source}
     # a locate task never says where: no entry file (a system prompt could show it); the oracle's search instead,
     # and the workspace's size in tokens (evaluation reports completion by it, as by a document's length)
-    where: dict[str, Any] = ({"search": _search_plan(target, mutation, files[target.file]),
+    where: dict[str, Any] = ({"search": {"grep": rf"def {re.escape(target.name)}\b"},
                               "tokens": workspace_tokens(workspace)} if mutation.kind == "locate"
                              else {"entry_file": target.file})
+    where["edit"] = _edit(mutation, files[target.file], target.file)
     return Task(
         id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
         domain="coding", family=f"repo_{mutation.kind}", split=splits.get(target.file, "train"),  # type: ignore[arg-type]

@@ -66,5 +66,12 @@ def test_bug_report_keeps_the_test_line_and_errors_without_paths() -> None:
 def test_unique_edit_grows_until_the_old_text_occurs_once() -> None:
     mutated = "def f(x):\n    return x - 1\n\ndef g(x):\n    return x - 1\n"
     original = "def f(x):\n    return x - 1\n\ndef g(x):\n    return x + 1\n"
-    old, new = unique_edit(mutated, original, 5)
+    old, new = unique_edit(mutated, original)
+    assert mutated.count(old) == 1 and mutated.replace(old, new) == original
+
+
+def test_unique_edit_of_a_removed_body() -> None:
+    original = "def f(x):\n    y = x + 1\n    return y\n\ndef g():\n    return 0\n"
+    mutated = "def f(x):\n    raise NotImplementedError\n\ndef g():\n    return 0\n"
+    old, new = unique_edit(mutated, original)
     assert mutated.count(old) == 1 and mutated.replace(old, new) == original
