@@ -42,9 +42,10 @@ sandgym run --env sandgym/Coding-v0 --tasks coding/strings:train --agent oracle 
 """),
     Group("Training",
           "`train` runs RL (GRPO family) on a LoRA adapter from a training config, `sft` only the supervised warm "
-          "start, `sweep` one config over seeds and variations with a report, and `demo` the whole loop for one "
-          "track (SFT, RL, then base / SFT / SFT + RL on held-out tasks). The config's keys: docs/CONFIG.md.",
-          ("train", "sft", "sweep", "demo"),
+          "start, `sweep` one config over seeds and variations with a report, `demo` the whole loop for one "
+          "track (SFT, RL, then base / SFT / SFT + RL on held-out tasks), and `recipe repo` the same loop on tasks "
+          "made from a repository of yours (docs/PRIVATE_DATA.md). The config's keys: docs/CONFIG.md.",
+          ("train", "sft", "sweep", "demo", "recipe"),
           """<!-- doc-test: run -->
 ```bash
 sandgym train examples/quickstart.toml --set optim.steps=2 --print-config
@@ -56,6 +57,7 @@ sandgym train examples/quickstart.toml --set optim.steps=10
 sandgym train --resume runs/quickstart
 sandgym sweep examples/quickstart.toml --seeds 3 --vary algorithm.name=grpo,rloo --out runs/sweep
 sandgym demo --track single_turn --out runs/demo_single_turn
+sandgym recipe repo path/to/your/repo --out runs/my_repo_recipe
 ```
 """),
     Group("Evaluation",
