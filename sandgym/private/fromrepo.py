@@ -482,6 +482,8 @@ def _reference_fails(ref: TestReport, keep: set[tuple[str, str]]) -> Discard:
 
 def _first_failure(report: TestReport) -> str:
     """Why the first hidden test failed (the detail of a ``needs_in_process`` discard)."""
+    if not report.report_found:
+        return "the run gave no report (it timed out or crashed)"
     for o in report.outcomes:
         if o.outcome not in ("passed", "skipped"):
             return f"{o.name}: {_last_error_line(o.message)}"
