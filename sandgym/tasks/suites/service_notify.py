@@ -25,13 +25,15 @@ from sandgym.tasks.suites.service_files import (
     WORKER_REFERENCE,
     WORKER_SKELETON,
 )
+from sandgym.tasks.suites.service_queue import LATENCY_BUDGET_S, Variant
+from sandgym.tasks.suites.service_queue import NOTIFY_DELAY_S as QUEUE_NOTIFY_DELAY_S
 from sandgym.tasks.suites.service_queue import VARIANTS as QUEUE_VARIANTS
-from sandgym.tasks.suites.service_queue import Variant
 from sandgym.tasks.suites.service_stack import ServiceVariant, StackInstance, fill, stack_family
+from sandgym.tasks.suites.service_tests import visible_tests
 
 __all__ = ["FAMILIES", "VARIANTS", "NAIVE_WORKER", "P95_BUDGET_MS", "NOTIFY_DELAY_S"]
 
-P95_BUDGET_MS = 30.0
+P95_BUDGET_MS = 40.0
 NOTIFY_DELAY_S = 0.05
 """How long ``notify`` takes in the HTTP service: called there, every request waits for it."""
 
@@ -135,6 +137,10 @@ def _one(rng: random.Random, sv: ServiceVariant, d: int) -> StackInstance:
     if d > 2:
         reference["service/queue_client.py"] = QUEUE_CLIENT
     naive = {**reference, "service/worker.py": NAIVE_WORKER}
+    values = dict(MODULE="handler", HANDLER=v.handler, QUEUE=repr(names["QUEUE"]), RECORDS=repr(records[:4]),
+                  INVALID_RECORD=repr(v.invalid_record(rng)), ID=repr(v.id_field), BUDGET=repr(LATENCY_BUDGET_S),
+                  SLOW=repr(QUEUE_NOTIFY_DELAY_S))
+    queue_tests = {"test_visible_queue.py": visible_tests(**values)[0]}  # service_queue's: handler and worker
     what = (f"The {v.entity} service answers `POST {route}` (`service/app.py`) with `{v.handler}(record)` "
             f"(`service/handler.py`), which saves the record and then calls the slow `notify(...)` synchronously, "
             f"so every request waits for the notification. Move the notification behind the message queue "
@@ -153,7 +159,7 @@ def _one(rng: random.Random, sv: ServiceVariant, d: int) -> StackInstance:
              "queue; `service/notify.py`, `service/broker.py` and `service/log.py` are fixtures.")
     return StackInstance(files=files, reference=reference, naive=naive, spec=spec, prompt=what,
                          caught_by=("test_queue_no_message_lost", "test_queue_no_duplicate"),
-                         entry_file="service/handler.py")
+                         entry_file="service/handler.py", visible=queue_tests)
 
 
 FAMILIES = [stack_family("service_notify", "move a service's synchronous notification behind a real queue, judged "

@@ -64,6 +64,8 @@ class StackInstance:
     """The hidden tests that fail on the naive fix (test names)."""
     entry_file: str = "service/app.py"
     """The file the reference changes."""
+    visible: Mapping[str, str] = field(default_factory=dict)
+    """Visible tests besides the probes (levels 1-3)."""
 
 
 OneFn = Callable[[random.Random, ServiceVariant, int], StackInstance]
@@ -79,7 +81,7 @@ def _task(family: str, variants: tuple[ServiceVariant, ...], one: OneFn, rng: ra
     visible: dict[str, str] = {}
     if d < MAX_DIFFICULTY:
         (src,) = stack_tests(spec, visible=True)[0].values()
-        visible = {"test_visible.py": src}
+        visible = {"test_visible.py": src, **inst.visible}
         prompt += " " + VISIBLE_NOTE
     tests, n = stack_tests(spec)
     meta = {"naive": dict(inst.naive), "caught_by": list(inst.caught_by), "service": v.key}
