@@ -45,7 +45,7 @@ QUEUE_CHECKS = {"handler_only_enqueues": "queued", "no_message_lost": "lost", "n
 """Queue checks of a stack with a broker (``test_queue_<check>``) -> the runtime signal each measures."""
 MEASURED = ("requests", "failed_requests", "error_logs", "warning_logs", "log_records", "p50_ms", "p95_ms",
             "rss_growth_mb", "peak_rss_mb", "cpu_s", "restarts", "scrapes", "scrape_errors", "alerts_fired",
-            "alert_rules", "p95_budget_ms", "rss_growth_budget_mb", "start_s", "ready_s", "load_s", "stack_s")
+            "alert_rules", "p95_budget_ms", "rss_growth_budget_mb", "start_s", "ready_s", "load_s", "drain_s", "stack_s")
 """The measured values a stack reports (``measured_signals``), in ``EpisodeOutcome.grade.signals``."""
 
 

@@ -168,6 +168,9 @@ class Stack:
         for svc in SPEC["services"]:  # their trusted imports overlap the stack's start; their own code waits
             self.spawn(svc, gate_r)
         os.close(gate_r)
+        if SPEC.get("queue"):  # the worker that drains the queue after the load, its imports done meanwhile
+            drain_r, self.drain_w = os.pipe()
+            self.drainer = self.launch(SPEC["queue"]["worker"], SPEC["queue"].get("env", {}), drain_r)
         self.send({"harness": self.harness})
         t0 = time.monotonic()
         self.expect("ready", 5.0)
@@ -216,19 +219,23 @@ class Stack:
             return json.loads(f.readline())
 
     def spawn(self, svc, gate=None):
-        """Start ``python <argv>`` through LAUNCHER (its preloads first, then its gate, then the agent's code)."""
-        env = {**self.base_env, **svc.get("env", {})}
+        """Start a service (``gate``: it waits until the stack is up; None: it runs at once)."""
         if gate is None:
             gate, opened = os.pipe()
             os.write(opened, b"go")
             os.close(opened)
         else:
             gate = os.dup(gate)
+        self.procs[svc["name"]] = self.launch(svc["argv"], svc.get("env", {}), gate)
+
+    def launch(self, argv, env, gate):
+        """``python <argv>`` through LAUNCHER: its preloads first, then its gate (a pipe fd, closed here), then the
+        agent's code; output into the collector."""
         try:
-            self.procs[svc["name"]] = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", LAUNCHER, str(gate), ",".join(SPEC["preload"]), *svc["argv"]],
-                cwd=WORKSPACE, env=env, stdin=subprocess.DEVNULL, stdout=self.log_w, stderr=subprocess.STDOUT,
-                start_new_session=True, pass_fds=(gate,))
+            return subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", LAUNCHER, str(gate), ",".join(SPEC["preload"]), *argv],
+                cwd=WORKSPACE, env={**self.base_env, **env}, stdin=subprocess.DEVNULL, stdout=self.log_w,
+                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(gate,))
         finally:
             os.close(gate)
 
@@ -261,7 +268,7 @@ class Stack:
     def stop_all(self):
         import signal
 
-        for proc in self.procs.values():
+        for proc in [*self.procs.values(), *([self.drainer] if getattr(self, "drainer", None) else [])]:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
@@ -364,10 +371,12 @@ class Stack:
             self.broker_call(op="publish", queue=q["queue"], msg=msgs[0])  # delivered twice
         for rid in self.queue.get("accepted", [])[: q.get("fail", 0)]:
             self.broker_call(op="fault", kind="fail", id=rid)
-        env = {**self.base_env, **q.get("env", {})}
-        done = subprocess.run([sys.executable, *q["worker"]], cwd=WORKSPACE, env=env, stdin=subprocess.DEVNULL,
-                              stdout=self.log_w, stderr=subprocess.STDOUT, timeout=q.get("timeout_s", 10))
-        self.queue["worker_exit"] = done.returncode
+        os.write(self.drain_w, b"go")
+        os.close(self.drain_w)
+        try:
+            self.queue["worker_exit"] = self.drainer.wait(q.get("timeout_s", 10))
+        except subprocess.TimeoutExpired:
+            self.queue["worker_exit"] = "timeout"
         stats = self.broker_call(op="stats", queue=q["queue"])
         self.queue["pending"] = stats["ready"] + stats["unacked"]
         self.queue["notified"] = self.broker_call(op="notified")["ids"]
@@ -393,7 +402,9 @@ class Stack:
             self.send({"samples": self.samples, "restarts": self.restarts, "sent": SENT[0], "tick": True})
             self.expect("ticked", 5.0)
             if SPEC.get("queue"):
+                t1 = time.monotonic()
                 self.drain()
+                self.timing["drain_s"] = time.monotonic() - t1
         except BaseException:
             for proc in (getattr(self, "evaluator", None), getattr(self, "collector", None)):
                 if proc is not None:

@@ -138,7 +138,7 @@ def _swallow(rng: random.Random, w: dict[str, str], d: int) -> StackInstance:
     probes = (Probe("imports_full_rows", (req([row(True), row(True)]),)),
               Probe("imports_rows_without_" + opt, (req([row(True), row(False), row(False)]),)),
               Probe("rejects_a_body_without_rows", (Request("/import", "POST", {"x": 1}, status=400),)))
-    load = Load(requests=tuple(req([row(k % 2 == 0), row(False), row(True)]) for k in range(8)), count=100,
+    load = Load(requests=tuple(req([row(k % 2 == 0), row(False), row(True)]) for k in range(8)), count=80,
                 warmup=10, max_s=2.0)
     what = (f"The {w['SERVICE']} service (`service/app.py`, `POST /import` with `{{\"rows\": [...]}}`) answers 500 "
             f"when a {w['ROW']} leaves out `{opt}`. Clients may leave it out: it then means 0. Make the import accept "
@@ -168,7 +168,7 @@ def _spam(rng: random.Random, w: dict[str, str], d: int) -> StackInstance:
 
     probes = (Probe("answers_every_call", tuple(req(keys[i % 2]) for i in range(4))),
               Probe("unknown_is_404", (Request(f"/{fn}?{key}=nowhere", status=404),)))
-    load = Load(requests=tuple(req(k) for k in keys), count=120, warmup=10, max_s=2.0)
+    load = Load(requests=tuple(req(k) for k in keys), count=90, warmup=10, max_s=2.0)
     what = (f"The {w['SERVICE']} service (`service/app.py`, `GET /{fn}?{key}=...`) calls the flaky `{w['DEP']}` "
             f"upstream (`service/{w['DEP']}.py`, a fixture), which fails one call in three with `{w['ERR']}`; "
             "clients then get a 500. Retry the transient failure (at most 3 attempts) so that clients get the "

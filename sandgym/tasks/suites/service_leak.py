@@ -93,9 +93,9 @@ def _one(rng: random.Random, v: ServiceVariant, d: int) -> StackInstance:
     )
     load = Load(requests=tuple(Request(w["POST"], "POST", {owner: f"{owner}{k}", item: f"{item}{k}"},
                                        pad=(blob, PAD_BYTES)) for k in range(4)),
-                count=120, warmup=24, max_s=2.0)
+                count=80, warmup=24, max_s=2.0)
     spec = StackSpec(name=v.key, services=(Process("app", ("-m", "service.app"), http=True),), load=load,
-                     rules=Rules(rss_growth_mb=6.0), probes=probes)
+                     rules=Rules(rss_growth_mb=4.0), probes=probes)
     values = {**w, "KEEP": keep}
     what = (f"Add `GET {w['GET']}?{owner}=<{owner}>` to the {w['SERVICE']} service (`service/app.py`): it answers "
             f'`{{"{owner}": <{owner}>, "recent": [...]}}` with that {owner}\'s last {keep} {w["WHAT"]}s in full, '
