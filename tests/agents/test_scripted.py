@@ -28,10 +28,17 @@ def test_call_renders_one_parseable_tool_call() -> None:
 
 @pytest.mark.parametrize("task", demo_tasks(), ids=lambda t: t.id)
 def test_oracle_solves_and_noop_scores_zero(env, task) -> None:
+    # runtime@v1 reads the sandbox's wall time (grading included) and exec timeouts, which a loaded machine moves:
+    # each reward is exactly its correctness, with no format penalty, plus that term (0 on an idle machine)
+    slow = env.reward_config.weights["runtime@v1"]
     good = run_episode(env, OracleAgent(), task)
-    assert good.success and good.reward == pytest.approx(1.0) and good.terminated
+    assert good.success and good.terminated
+    assert good.reward_components["correctness@v1"] == 1.0 and good.reward_components["format@v1"] == 0.0
+    assert good.reward == pytest.approx(1.0 + slow * good.reward_components["runtime@v1"])
     bad = run_episode(env, NoopAgent(), task)
-    assert not bad.success and bad.reward == 0.0
+    assert not bad.success
+    assert bad.reward_components["correctness@v1"] == 0.0 and bad.reward_components["format@v1"] == 0.0
+    assert bad.reward == pytest.approx(slow * bad.reward_components["runtime@v1"])
 
 
 def test_oracle_acts_through_tools_like_a_model(env) -> None:
