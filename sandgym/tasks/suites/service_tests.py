@@ -61,23 +61,14 @@ class Service:
                     "SERVICE_NOTIFY_DELAY": "0.005", "SERVICE_IDLE_EXIT": "0.1",
                     "PYTHONPATH": WORKSPACE, "PYTHONDONTWRITEBYTECODE": "1"}
         self.broker = None
+        self.own_process = False
 
     def start_broker(self):
-        # the pristine source, never a file the agent's code could rewrite before a restart; -I: no workspace
-        # module (a planted json.py) on its path
-        self.broker = subprocess.Popen([sys.executable, "-I", "-c", BROKER_SRC, self.sock, self.log], env=self.env)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(self.sock)
-                return
-            except OSError:
-                time.sleep(0.003)
-        raise RuntimeError("the broker did not start")
+        self.broker = start_brokers([self])
+        self.own_process = True
 
     def kill_broker(self):
-        if self.broker is not None and self.broker.poll() is None:
+        if self.broker is not None and self.own_process and self.broker.poll() is None:
             self.broker.send_signal(signal.SIGKILL)
             self.broker.wait()
 
@@ -118,6 +109,37 @@ class Service:
         return stats["ready"] + stats["unacked"]
 
 
+HOST = """import sys, threading
+ns = {"__name__": "broker"}
+exec(compile(sys.argv[1], "broker.py", "exec"), ns)
+for sock, log in zip(sys.argv[2::2], sys.argv[3::2]):
+    threading.Thread(target=ns["Broker"](log).serve, args=(sock,), daemon=True).start()
+threading.Event().wait()
+"""
+
+
+def start_brokers(services):
+    """One process holding a broker per service (its own socket, log and state): the pristine source, never a file
+    the agent's code could rewrite before a restart; -I -S: no workspace module (a planted json.py) on its path."""
+    args = [x for svc in services for x in (svc.sock, svc.log)]
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", HOST, BROKER_SRC, *args], env=services[0].env)
+    deadline = time.monotonic() + 5
+    for svc in services:
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(svc.sock)
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    proc.kill()
+                    raise RuntimeError("the broker did not start")
+                time.sleep(0.003)
+    return proc
+
+
+OWN_BROKER = ("test_business_broker_down_saves_nothing", "test_lost_broker_restart")
+"""Scenarios that kill their broker: each gets a process of its own; the others share one (a broker each)."""
 ENV_KEYS = ("SERVICE_DATA", "SERVICE_SOCKET", "SERVICE_NOTIFY_DELAY", "SERVICE_IDLE_EXIT")
 CALLS = threading.Lock()  # one call at a time crosses to the solution's process, with its scenario's environment
 AT_ONCE = 4  # scenarios running together (each holds a broker and a worker: the sandbox's process limit)
@@ -152,39 +174,52 @@ def raises(kind, fn, *args):
 RESULTS = {}
 
 
-def _play(name):
+def _service():
     shared = os.path.join(WORKSPACE, ".sq")  # the solution runs in its own sandbox: share the workspace, not /tmp
     os.makedirs(shared, exist_ok=True)
-    root = tempfile.mkdtemp(prefix="sq", dir=shared)  # short: unix socket paths are limited to 107 bytes
-    svc = Service(root)
+    return Service(tempfile.mkdtemp(prefix="sq", dir=shared))  # short: unix socket paths are limited to 107 bytes
+
+
+def _play(name, svc):
     try:
-        svc.start_broker()
+        if svc.broker is None:
+            svc.start_broker()
         SCENARIOS[name](svc)
         RESULTS[name] = None
     except BaseException as exc:  # noqa: BLE001 - the scenario's test re-raises it
         RESULTS[name] = exc
     finally:
         svc.kill_broker()
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(svc.root, ignore_errors=True)
 
 
 def outcome(name):
     """Every scenario runs once, each with its own broker: the latency one alone (it is timed), the rest together
     (they wait on real processes); each test re-raises its scenario's failure."""
     if not RESULTS:
-        for n in [n for n in SCENARIOS if n.startswith("test_latency")]:
-            _play(n)
-        gate = threading.Semaphore(AT_ONCE)
+        svcs = {n: _service() for n in SCENARIOS}
+        shared = [svcs[n] for n in SCENARIOS if n not in OWN_BROKER]
+        host = start_brokers(shared) if shared else None
+        for svc in shared:
+            svc.broker = host
+        try:
+            for n in [n for n in SCENARIOS if n.startswith("test_latency")]:
+                _play(n, svcs[n])
+            gate = threading.Semaphore(AT_ONCE)
 
-        def play(n):
-            with gate:
-                _play(n)
+            def play(n):
+                with gate:
+                    _play(n, svcs[n])
 
-        threads = [threading.Thread(target=play, args=(n,)) for n in SCENARIOS if n not in RESULTS]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+            threads = [threading.Thread(target=play, args=(n,)) for n in SCENARIOS if n not in RESULTS]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            if host is not None:
+                host.kill()
+                host.wait()
     exc = RESULTS.get(name)
     if exc is not None:
         raise exc
