@@ -109,7 +109,7 @@ def _one(rng: random.Random, sv: ServiceVariant, d: int) -> StackInstance:
     names = dict(ENTITY=v.entity, HANDLER=v.handler, ID=v.id_field, INVALID=v.invalid, RULE=v.rule.replace("`", ""),
                  QUEUE=f"{v.entity}-notifications")
     route = f"/{v.entity}s"
-    records = [v.record(rng, k) for k in range(36)]
+    records = [v.record(rng, k) for k in range(24)]
     probe_records = records[:2]
 
     def accept(r: dict[str, object]) -> Request:
@@ -118,8 +118,8 @@ def _one(rng: random.Random, sv: ServiceVariant, d: int) -> StackInstance:
 
     probes = (Probe(f"accepts_a_valid_{v.entity}", tuple(accept(r) for r in probe_records)),
               Probe(f"rejects_an_invalid_{v.entity}", (Request(route, "POST", v.invalid_record(rng), status=400),)))
-    load = Load(requests=tuple(accept(r) for r in records[6:36]), count=30, concurrency=1, warmup=4, max_s=1.0,
-                warmup_requests=tuple(accept(r) for r in records[2:6]))
+    load = Load(requests=tuple(accept(r) for r in records[4:24]), count=20, concurrency=1, warmup=2, max_s=1.0,
+                warmup_requests=tuple(accept(r) for r in records[2:4]))
     queue = Queue(queue=names["QUEUE"], worker=("-m", "service.worker"), fail=2, duplicate=True,
                   env={"SERVICE_NOTIFY_DELAY": "0.002", "SERVICE_IDLE_EXIT": "0.08"})
     spec = StackSpec(name=v.key, services=(Process("app", ("-m", "service.app"), http=True,
