@@ -22,6 +22,7 @@ measured values (``MEASURED``) reach the grader in the structured report (``meas
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -29,7 +30,8 @@ from typing import Any
 from sandgym.errors import TaskError
 from sandgym.sandbox.protocol import TestReport
 from sandgym.tasks.stack.harness import HARNESS, MEASURED_PREFIX
-from sandgym.tasks.stack.procs import COLLECTOR, EVALUATOR
+from sandgym.tasks.stack.loadgen import LOADGEN
+from sandgym.tasks.stack.procs import COLLECTOR, EVALUATOR, LAUNCHER
 from sandgym.tasks.stack.web import WEB
 from sandgym.tasks.suites.service_broker import BROKER
 from sandgym.tasks.task import Task
@@ -191,12 +193,11 @@ def stack_tests(spec: StackSpec, *, visible: bool = False) -> tuple[dict[str, st
 
     ``visible``: the probes only (no load, no alerts), for the task's visible tests."""
     data = {**spec.to_dict(), "probes_only": visible}
-    values = {"SPEC": repr(json.dumps(data)), "COLLECTOR": repr(COLLECTOR), "EVALUATOR": repr(EVALUATOR),
+    values = {"LOADGEN": LOADGEN, "LAUNCHER": repr(LAUNCHER), "SPEC": repr(json.dumps(data)),
+              "COLLECTOR": repr(COLLECTOR), "EVALUATOR": repr(EVALUATOR),
               "BROKER": repr(BROKER if spec.queue else ""), "FIXTURES": repr(dict(spec.fixtures)),
               "PREFIX": repr(MEASURED_PREFIX), "ALERTS": repr(ALERTS)}
-    src = HARNESS
-    for key, value in values.items():
-        src = src.replace(f"@{key}@", value)
+    src = re.sub(r"@([A-Z]+)@", lambda m: values.get(m.group(1), m.group(0)), HARNESS)  # one pass: values stay as given
     names = [f"test_probe_{p.name}" for p in spec.probes] if visible else _test_names(spec)
     body = []
     for name in names:

@@ -1,10 +1,11 @@
 """``HARNESS``: the hidden test file of a stack (``test_stack.py``), filled from a ``StackSpec`` by ``stack.py``.
 
-Runs in the grader's process (pytest). It restores the fixtures, starts the collector and the evaluator, then the
-agent's services (stdout and stderr into the collector), waits until the HTTP service answers, runs the probes
-(functional checks, one test each), a warm-up, then the load generator (keep-alive HTTP clients in threads,
-client-side latency and failures), restarting a service that dies (each restart counted), and, for a stack with a
-queue, the broker (pristine source) with injected faults and a drain by the agent's worker. The verdict of the
+Runs in the grader's process (pytest). It restores the fixtures, starts the collector and the evaluator (and, for
+a stack with a queue, the broker: the pristine source) with the agent's services beside them, each gated by
+``LAUNCHER`` until the stack is up (stdout and stderr into the collector), waits until the HTTP service answers,
+runs the probes (functional checks, one test each), a warm-up, then the load generator (``LOADGEN``: keep-alive HTTP
+clients in threads, client-side latency and failures), restarting a service that dies (each restart counted), and
+for a queue lets the agent's worker drain it after injecting faults. The verdict of the
 evaluator decides the alert tests; ``test_stack_measurements`` carries the measured values to the grader as its
 skip reason (the structured report is the only channel out of the sandbox that the agent cannot write).
 """
@@ -34,28 +35,7 @@ EVALUATOR_SRC = @EVALUATOR@
 BROKER_SRC = @BROKER@
 FIXTURES = @FIXTURES@
 WORKSPACE = os.getcwd()
-LAUNCHER = """import os, runpy, sys
-gate, preload, argv = int(sys.argv[1]), [m for m in sys.argv[2].split(",") if m], sys.argv[3:]
-sys.dont_write_bytecode = True
-sys.path += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-for name in preload:  # trusted modules only: nothing of the workspace is on the path yet
-    try:
-        __import__(name)
-    except ImportError:
-        pass
-os.read(gate, 2)
-os.close(gate)
-import site
-site.main()
-if argv[0] == "-m":
-    sys.path.insert(0, os.getcwd())
-    sys.argv = [argv[1], *argv[2:]]
-    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-else:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
-    sys.argv = argv
-    runpy.run_path(argv[0], run_name="__main__")
-"""
+LAUNCHER = @LAUNCHER@
 PREFIX = @PREFIX@
 ALERTS = @ALERTS@
 
@@ -66,74 +46,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-SENT = [0, threading.Lock()]  # every request the harness sent to the service
-
-
-class Client:
-    """One keep-alive HTTP/1.1 connection; call() returns (status, decoded JSON or None)."""
-
-    def __init__(self, port, timeout):
-        self.port, self.timeout, self.sock, self.file = port, timeout, None, None
-
-    def close(self):
-        if self.sock is not None:
-            self.sock.close()
-        self.sock = self.file = None
-
-    def call(self, method, path, body=None):
-        data = b"" if body is None else json.dumps(body).encode()
-        head = "%s %s HTTP/1.1\\r\\nHost: service\\r\\nContent-Length: %d\\r\\n" % (method, path, len(data))
-        if data:
-            head += "Content-Type: application/json\\r\\n"
-        with SENT[1]:
-            SENT[0] += 1
-        try:
-            if self.sock is None:
-                self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=self.timeout)
-                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                self.file = self.sock.makefile("rb")
-            self.sock.sendall(head.encode() + b"\\r\\n" + data)
-            status = int(self.file.readline().split(b" ", 2)[1])
-            length, close = 0, False
-            while True:
-                line = self.file.readline()
-                if line in (b"\\r\\n", b"\\n", b""):
-                    break
-                name, _, value = line.decode("latin-1").partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
-                elif name.strip().lower() == "connection" and value.strip().lower() == "close":
-                    close = True
-            raw = self.file.read(length) if length else b""
-        except (OSError, ValueError, IndexError):
-            self.close()
-            raise
-        if close:
-            self.close()
-        try:
-            return status, json.loads(raw) if raw else None
-        except ValueError:
-            return status, None
-
-
-def build(req, seq):
-    body = req.get("body")
-    if req.get("pad"):
-        field, size = req["pad"]
-        body = dict(body or {})
-        body[field] = ("%08d" % seq) * (size // 8)
-    return body
-
-
-def check(req, status, value):
-    """Why the reply is wrong, or None."""
-    if status != req.get("status", 200):
-        return "status %s, expected %s (%r)" % (status, req.get("status", 200), value)
-    for key, want in (req.get("expect") or {}).items():
-        got = value.get(key) if isinstance(value, dict) else None
-        if got != want:
-            return "%s=%r, expected %r" % (key, got, want)
-    return None
+@LOADGEN@
 
 
 class Stack:

@@ -8,6 +8,10 @@ there is no file, socket or environment variable of theirs the agent's code coul
 - ``COLLECTOR`` reads the service's stdout and stderr (one pipe, held by the harness) as structured JSON lines
   ``{"level", "service", "message", ...}``, counts records by level (a line that is not such a record counts as
   ``unstructured``; a ``Traceback`` line as an ``ERROR``) and streams count snapshots to the evaluator on a pipe.
+- ``LAUNCHER`` starts one of the agent's processes (``python -I -S -c LAUNCHER GATE_FD PRELOADS ARGV...``): it
+  imports the trusted ``PRELOADS`` (standard library and the sandbox's packages; nothing of the workspace is on its
+  path yet) while the stack starts, waits for a byte on its gate, then runs ``ARGV`` as ``python`` would
+  (``-m module`` or a script), with the workspace and the site directories on its path.
 - ``EVALUATOR`` scrapes the service's Prometheus endpoint and samples the agent's processes (``/proc``: RSS, CPU)
   every interval, reads the collector's snapshots and the harness's events (service pids, the load generator's
   client-side latencies and failures, how many requests it sent), and at the end evaluates the alert rules and
@@ -17,7 +21,7 @@ there is no file, socket or environment variable of theirs the agent's code coul
 
 from __future__ import annotations
 
-__all__ = ["COLLECTOR", "EVALUATOR"]
+__all__ = ["COLLECTOR", "EVALUATOR", "LAUNCHER"]
 
 _NONDUMPABLE = '''
 def nondumpable():
@@ -331,3 +335,26 @@ def main():
 
 main()
 '''
+
+LAUNCHER = """import os, runpy, sys
+gate, preload, argv = int(sys.argv[1]), [m for m in sys.argv[2].split(",") if m], sys.argv[3:]
+sys.dont_write_bytecode = True
+sys.path += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+for name in preload:  # trusted modules only: nothing of the workspace is on the path yet
+    try:
+        __import__(name)
+    except ImportError:
+        pass
+os.read(gate, 2)
+os.close(gate)
+import site
+site.main()
+if argv[0] == "-m":
+    sys.path.insert(0, os.getcwd())
+    sys.argv = [argv[1], *argv[2:]]
+    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+else:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+    sys.argv = argv
+    runpy.run_path(argv[0], run_name="__main__")
+"""
