@@ -87,6 +87,7 @@ def test_grpo_trainer_trains_through_environment_factory(tmp_path: Path) -> None
         output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2, max_completion_length=12,
         max_steps=2, learning_rate=1e-3, beta=0.0, use_cpu=True, report_to="none", save_strategy="no",
         logging_steps=1, disable_tqdm=True, max_tool_calling_iterations=2, seed=0, dataloader_num_workers=0,
+        gradient_checkpointing=False,
     )
     trainer = GRPOTrainer(model=model, args=args, train_dataset=spec.train_dataset, processing_class=tokenizer,
                           environment_factory=spec.environment_factory)
