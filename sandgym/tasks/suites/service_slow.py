@@ -15,9 +15,9 @@ from sandgym.tasks.suites.service_stack import ServiceVariant, StackInstance, fi
 
 __all__ = ["FAMILIES", "VARIANTS", "QUERY_S", "P95_BUDGET_MS"]
 
-QUERY_S = 0.004
-"""Seconds per database round trip; a summary of ~14 children costs ~60 ms as N+1 queries, ~8 ms batched."""
-P95_BUDGET_MS = 35.0
+QUERY_S = 0.005
+"""Seconds per database round trip; a summary of ~20 children costs ~100 ms as N+1 queries, ~10 ms batched."""
+P95_BUDGET_MS = 55.0
 
 VARIANTS = (
     ServiceVariant("orders", "train", {"SERVICE": "orders", "PARENT": "customer", "CHILD": "order", "NAME": "item",
@@ -102,7 +102,7 @@ def _data(rng: random.Random, w: dict[str, str]) -> tuple[dict[str, list[str]], 
     for p in range(6):
         pid = f"{w['PARENT'][:3]}-{rng.randint(100, 999)}{p}"
         ids = []
-        for c in range(rng.randint(12, 16)):
+        for c in range(rng.randint(18, 22)):
             cid = f"{w['CHILD'][:2]}{p}{c:02d}"
             children[cid] = {"id": cid, w["NAME"]: f"{w['NAME']}-{rng.randint(1000, 9999)}",
                              w["VALUE"]: rng.randint(1, 999)}
