@@ -44,6 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandgym.errors import SandboxError, TaskError
+from sandgym.interop.harbor_pytest import PytestPlan, hidden_tests, pytest_plan
 from sandgym.sandbox import Limits, make_sandbox
 from sandgym.sandbox.protocol import Sandbox
 from sandgym.tasks.importers.common import task_id
@@ -263,7 +264,7 @@ def parse_harbor_dir(path: str | Path, problems: list[Problem] | None = None) ->
         problems.append(Problem(str(root / "tests"), None, "test.sh", "tests/test.sh is missing",
                                 "add tests/test.sh writing the reward to /logs/verifier/reward.txt"))
         return None
-    if _NETWORK.search(info.tests["test.sh"]):
+    if _NETWORK.search(info.tests["test.sh"]) and isinstance(_plan(info), str):
         info.dropped.append("tests/test.sh installs or downloads tools (curl/apt/uv/pip...): the sandbox has no "
                             "network, so those lines fail there; call pytest (or python3 -m pytest) instead")
     info.solution, _ = _read_tree(root / "solution", problems, "solution")
@@ -412,6 +413,29 @@ print(r.returncode); print((r.stdout + r.stderr)[-1500:])
     return ref, ""
 
 
+def _plan(info: HarborTaskDir) -> PytestPlan | str:
+    return pytest_plan(info.tests["test.sh"], info.tests, info.workdir)
+
+
+def _verifier(info: HarborTaskDir, env: Mapping[str, str], timeout_s: float
+              ) -> tuple[Verifier, str, list[str]]:
+    """sandgym's own ``tests`` verifier when test.sh only runs pytest on its test files, else the ``script``
+    verifier running test.sh; why (one line, for the import report); packages the tests need beyond pytest."""
+    plan = _plan(info)
+    if isinstance(plan, PytestPlan) and env:
+        plan = f"[verifier] env {sorted(env)} would have to reach the tests"
+    hidden = hidden_tests(plan, info.tests, info.workdir, WORKSPACE) if isinstance(plan, PytestPlan) else plan
+    if isinstance(hidden, str):
+        return (Verifier(kind="script", script=verifier_script(info.tests, info.workdir, env, timeout_s)),
+                f"script: test.sh runs in the agent's trust domain, as in Harbor ({hidden})", [])
+    assert isinstance(plan, PytestPlan)
+    files, expected = hidden
+    runs = ", ".join(f"tests/{f}" for f in plan.files)
+    return (Verifier(kind="tests", tests=files, expected_tests=expected),
+            f"tests: test.sh only runs pytest on {runs}; sandgym's grader runs them ({expected} test cases, reward "
+            "= the share that pass) out of the agent's reach", plan.requirements)
+
+
 def to_task(info: HarborTaskDir, *, split: str = "heldout", reference_files: Mapping[str, str] | None = None,
             ) -> Task:
     """The sandgym Task of a parsed Harbor directory (reference from already-captured solve.sh files)."""
@@ -429,19 +453,20 @@ def to_task(info: HarborTaskDir, *, split: str = "heldout", reference_files: Map
     prompt = _remap_prompt(info.instruction, info.workdir).strip()
     if info.workdir not in ("/", "") and info.workdir != WORKSPACE:
         prompt += (f"\n\n(Paths under {info.workdir} in this task are in your working directory {WORKSPACE}.)")
-    script = verifier_script(info.tests, info.workdir, {str(k): str(v) for k, v in
-                                                        (verifier_cfg.get("env") or {}).items()}, test_timeout)
+    env = {str(k): str(v) for k, v in (verifier_cfg.get("env") or {}).items()}
+    verifier, why, test_reqs = _verifier(info, env, test_timeout)
     difficulty = {"easy": 1, "medium": 2, "hard": 3}.get(str(meta.get("difficulty", "")).lower(), 1)
     return Task(
         id=task_id("harbor", info.name), domain="coding", family="harbor", split=split,  # type: ignore[arg-type]
         prompt=prompt,
-        verifier=Verifier(kind="script", script=script),
+        verifier=verifier,
         files=dict(info.files),
         reference=Reference(files=dict(reference_files)) if reference_files else None,
         limits=limits, difficulty=difficulty,
-        requirements=tuple(dict.fromkeys(info.requirements)),
+        requirements=tuple(dict.fromkeys(info.requirements + test_reqs)),
         metadata={"format": "harbor", "source_id": info.name, "source_dir": str(info.path),
                   "harbor": {"workdir": info.workdir, "dropped": list(info.dropped),
+                             "verifier": {"kind": verifier.kind, "why": why},
                              "solution": info.solution.get("solve.sh"), "config": json.loads(json.dumps(
                                  cfg, default=str))}},
     )
@@ -483,6 +508,7 @@ def import_harbor(path: str | Path, *, split: str = "heldout", run_solution: boo
         task = to_task(info, split=split, reference_files=ref)
         for item in info.dropped:
             log.warning("harbor task %s: %s", info.name, item)
+        log.warning("harbor task %s: verifier %s", info.name, task.metadata["harbor"]["verifier"]["why"])
         tasks.append(task)
     return tasks
 

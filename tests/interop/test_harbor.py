@@ -31,7 +31,11 @@ def test_parse_maps_workdir_files_requirements_and_reports_what_is_dropped(tmp_p
     assert "/opt/requirements.txt: outside WORKDIR" in dropped
     tasks = import_harbor(tmp_path, run_solution=False)
     (task,) = tasks
-    assert task.id == "harbor/hello-world" and task.verifier.kind == "script" and task.reference is None
+    assert task.id == "harbor/hello-world" and task.verifier.kind == "tests" and task.reference is None
+    assert task.verifier.expected_tests == 2 and task.verifier.isolation == "process"
+    hidden = task.verifier.tests["test_outputs.py"]  # WORKDIR is the workspace, /tests the grader's folder
+    assert 'Path("/workspace/hello.txt")' in hidden and 'sys.path.insert(0, "/workspace")' in hidden
+    assert task.metadata["harbor"]["verifier"]["why"].startswith("tests: test.sh only runs pytest")
     assert "/workspace/hello.txt" in task.prompt and "/app/hello.txt" not in task.prompt.split("\n\n")[0]
     assert task.requirements == ("attrs==23.2.0", "six>=1.16", "tomli>=2")
     assert task.limits.episode_timeout_s == 240.0 and task.limits.exec_timeout_s == 90.0
@@ -82,5 +86,5 @@ def test_cli_import_writes_jsonl(tmp_path: Path, capsys):
     assert main(["tasks", "import", "--format", "harbor", str(tmp_path / "tasks"), "-o", str(out), "--verify"]) == 0
     (task,) = load_jsonl(out)
     assert task.family == "harbor" and task.reference is not None
-    assert json.loads(out.read_text().splitlines()[0])["verifier"]["kind"] == "script"
+    assert json.loads(out.read_text().splitlines()[0])["verifier"]["kind"] == "tests"
     assert "references: 1/1" in capsys.readouterr().out

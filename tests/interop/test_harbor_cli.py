@@ -80,7 +80,7 @@ def test_import_verify_passes_for_a_task_that_runs_its_solution_with_sys_executa
     assert "references: 1/1 pass their own tests" in capsys.readouterr().out
     (task,) = load_jsonl(out)
     assert task.reference is not None and "wordcount.py" in task.reference.files
-    assert json.loads(out.read_text().splitlines()[0])["verifier"]["kind"] == "script"
+    assert json.loads(out.read_text().splitlines()[0])["verifier"]["kind"] == "tests"  # graded by sandgym
 
 
 def test_oracle_solves_it_and_noop_does_not_with_pytest_and_python_called_by_name(tmp_path: Path):
