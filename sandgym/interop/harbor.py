@@ -44,7 +44,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sandgym.errors import SandboxError, TaskError
-from sandgym.interop.harbor_pytest import PytestPlan, hidden_tests, pytest_plan
+from sandgym.interop.harbor_export import GRADE, HIDDEN, TEST_SH
+from sandgym.interop.harbor_pytest import GRADER_DIR, PytestPlan, hidden_tests, pytest_plan, remap_paths
 from sandgym.sandbox import Limits, make_sandbox
 from sandgym.sandbox.protocol import Sandbox
 from sandgym.tasks.importers.common import task_id
@@ -417,10 +418,34 @@ def _plan(info: HarborTaskDir) -> PytestPlan | str:
     return pytest_plan(info.tests["test.sh"], info.tests, info.workdir)
 
 
+def _exported_tests(info: HarborTaskDir) -> Verifier | None:
+    """The ``tests`` verifier of a task ``sandgym tasks export --format harbor`` wrote, when test.sh and grade.py
+    are exactly the exported ones (tests/hidden/ back to the grader's folder, /app to the workspace)."""
+    if info.tests.get("test.sh") != TEST_SH or info.tests.get("grade.py") != GRADE:
+        return None
+    try:
+        spec = json.loads(info.tests.get("spec.json", ""))
+    except ValueError:
+        return None
+    prefix = HIDDEN + "/"
+    hidden = {p[len(prefix):]: remap_paths(t, [(f"/tests/{HIDDEN}", GRADER_DIR), (info.workdir, WORKSPACE)])
+              for p, t in info.tests.items() if p.startswith(prefix)}
+    if not isinstance(spec, dict) or spec.get("kind") != "tests" or not hidden:
+        return None
+    expected = spec.get("expected")
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected <= 0:
+        return None
+    return Verifier(kind="tests", tests=hidden, expected_tests=expected)
+
+
 def _verifier(info: HarborTaskDir, env: Mapping[str, str], timeout_s: float
               ) -> tuple[Verifier, str, list[str]]:
     """sandgym's own ``tests`` verifier when test.sh only runs pytest on its test files, else the ``script``
     verifier running test.sh; why (one line, for the import report); packages the tests need beyond pytest."""
+    exported = _exported_tests(info)
+    if exported is not None:
+        return exported, ("tests: a sandgym export (tests/grade.py, kind 'tests'): its hidden tests go back to "
+                          "sandgym's grader"), []
     plan = _plan(info)
     if isinstance(plan, PytestPlan) and env:
         plan = f"[verifier] env {sorted(env)} would have to reach the tests"

@@ -27,16 +27,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from sandgym.errors import TaskError
+from sandgym.interop.harbor_pytest import GRADER_DIR, remap_paths
 from sandgym.tasks.folder import toml_value
 from sandgym.tasks.task import Task
 
-__all__ = ["ANSWER_FILE", "export_harbor", "harbor_name"]
+__all__ = ["ANSWER_FILE", "HIDDEN", "TEST_SH", "export_harbor", "harbor_name"]
 
 ANSWER_FILE = "final_answer.txt"
 """Where an exported task's agent writes its answer (Harbor has no submit; answer.txt is the script verifier's)."""
 WORKDIR = "/app"
 _MATCHERS = ("exact", "normalized", "number", "contains")
 _EOF = "SANDGYM_EOF"
+HIDDEN = "hidden"
+"""The folder of tests/ that holds a ``tests`` verifier's hidden files (Harbor's /tests/hidden)."""
+TEST_SH = "#!/bin/bash\nmkdir -p /logs/verifier\npython3 /tests/grade.py\n"
 
 GRADE = r'''"""sandgym's verifier for this task, exported to Harbor: writes /logs/verifier/reward.txt."""
 import json, os, re, subprocess, xml.etree.ElementTree as ET
@@ -157,16 +161,16 @@ def _write_task(task: Task, root: Path) -> None:
         docker.append(f"COPY workspace/ {WORKDIR}/")
     (env / "Dockerfile").write_text("\n".join(docker) + "\n", encoding="utf-8")
     tests = root / "tests"
-    for rel, text in v.tests.items():
-        (tests / "hidden" / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tests / "hidden" / rel).write_text(text, encoding="utf-8")
+    for rel, text in v.tests.items():  # the paths sandgym's grader gives them, as Harbor's container has them
+        text = remap_paths(text, [("/workspace", WORKDIR), (GRADER_DIR, f"/tests/{HIDDEN}")])
+        (tests / HIDDEN / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tests / HIDDEN / rel).write_text(text, encoding="utf-8")
     tests.mkdir(parents=True, exist_ok=True)
     spec = {"kind": v.kind, "expected": v.expected_tests, "answer": v.answer, "matcher": v.matcher,
             "script": v.script, "answer_file": ANSWER_FILE, "timeout": float(lim.exec_timeout_s)}
     (tests / "spec.json").write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
     (tests / "grade.py").write_text(GRADE, encoding="utf-8")
-    (tests / "test.sh").write_text("#!/bin/bash\nmkdir -p /logs/verifier\npython3 /tests/grade.py\n",
-                                   encoding="utf-8")
+    (tests / "test.sh").write_text(TEST_SH, encoding="utf-8")
     ref = task.reference
     files = {k: str(t) for k, t in (ref.files if ref else {}).items()}
     if ref is not None and ref.answer is not None and v.kind != "tests":

@@ -58,3 +58,42 @@ def make_harbor_task(parent: Path, name: str = "hello-world", *, dockerfile: str
     (root / "tests" / "test_outputs.py").write_text(TEST_OUTPUTS)
     (root / "solution" / "solve.sh").write_text(SOLVE_SH)
     return root
+
+TEST_SH_UVX = """#!/bin/bash
+set -euo pipefail
+apt-get update
+apt-get install -y curl
+curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
+source "$HOME/.local/bin/env"
+if [ "$PWD" = "/" ]; then
+    echo "Error: No working directory set."
+    exit 1
+fi
+uvx \\
+  -p 3.13 \\
+  -w pytest==8.4.1 \\
+  -w pytest-json-ctrf==0.3.5 \\
+  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA
+if [ $? -eq 0 ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+"""test.sh as Harbor's task template writes it: uv installed at grading time, pytest run by ``uvx``."""
+
+TEST_SH_TRAP = """#!/bin/bash
+reward=0
+mkdir -p /logs/verifier
+trap 'echo "$reward" > /logs/verifier/reward.txt' EXIT
+set -e
+apt-get update -qq && apt-get install -y -qq curl
+curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh
+source $HOME/.local/bin/env
+exit_code=0
+uvx --with pytest==8.4.1 --with pytest-json-ctrf==0.3.5 --with numpy \\
+  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA || exit_code=$?
+[ $exit_code -eq 0 ] && reward=1
+exit $exit_code
+"""
+"""The reward written by an EXIT trap from pytest's exit code; numpy is a package the tests need."""

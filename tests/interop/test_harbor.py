@@ -88,3 +88,18 @@ def test_cli_import_writes_jsonl(tmp_path: Path, capsys):
     assert task.family == "harbor" and task.reference is not None
     assert json.loads(out.read_text().splitlines()[0])["verifier"]["kind"] == "tests"
     assert "references: 1/1" in capsys.readouterr().out
+
+
+def test_workspace_attacks_on_a_pytest_only_harbor_task_earn_no_more_than_noop(tmp_path: Path):
+    """A fake pytest package, stdlib-named modules and os._exit(0) at import scored 1.0 when test.sh ran pytest
+    in the workspace; sandgym's grader runs the same tests out of the agent's reach."""
+    from sandgym.rollout.audit import audit
+
+    make_harbor_task(tmp_path)
+    tasks = import_harbor(tmp_path, run_solution=False)
+    assert tasks[0].verifier.kind == "tests"
+    result = audit(tasks, attacks=["fake_pytest", "shadow_stdlib", "exit_at_import_os"], per_family=1, reuse=False)
+    assert result.clean, result.to_markdown()
+    cells = {c.attack: c for c in result.cells}
+    assert set(cells) >= {"fake_pytest", "shadow_stdlib", "exit_at_import_os"}, cells
+    assert all(c.mean_reward <= c.noop_reward == 0.0 for c in cells.values()), cells

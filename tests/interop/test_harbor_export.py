@@ -41,6 +41,8 @@ def test_round_trip_keeps_oracle_and_noop_scores(tmp_path: Path) -> None:
     assert (tmp_path / harbor_name(tasks[0].id) / "environment" / "workspace" / "solution.py").is_file()
     back = import_harbor(tmp_path)
     assert all(t.requirements == () for t in back)  # pytest in the Dockerfile is the sandbox's own
+    kinds = {t.metadata["harbor"]["config"]["metadata"]["sandgym_id"]: t.verifier.kind for t in back}
+    assert kinds == {t.id: "tests" if t.verifier.kind == "tests" else "script" for t in tasks}  # sandgym grades them
     before = scores(tasks)
     after = {t.metadata["harbor"]["config"]["metadata"]["sandgym_id"]: s for t, s in zip(
         back, scores(back).values(), strict=True)}
@@ -67,3 +69,18 @@ def test_cli_export_then_import(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["tasks", "import", "--format", "harbor", str(tmp_path / "h"), "-o", str(tmp_path / "t.jsonl"),
                  "--verify"]) == 0
     assert "references: 2/2" in capsys.readouterr().out
+
+
+def test_an_imported_harbor_task_graded_by_tests_exports_and_imports_back(tmp_path: Path) -> None:
+    from tests.interop.harbor_fixture import make_harbor_task
+
+    make_harbor_task(tmp_path / "in")
+    (task,) = import_harbor(tmp_path / "in")
+    assert task.verifier.kind == "tests" and task.reference is not None
+    (out,), skipped = export_harbor([task], tmp_path / "out")
+    hidden = (out / "tests" / "hidden" / "test_outputs.py").read_text()
+    assert 'Path("/app/hello.txt")' in hidden and "/workspace" not in hidden  # Harbor's own paths again
+    (back,) = import_harbor(tmp_path / "out")
+    assert back.verifier.kind == "tests" and back.verifier.tests == task.verifier.tests
+    assert back.verifier.expected_tests == 2 and back.metadata["harbor"]["verifier"]["why"].startswith("tests: a sandgym")
+    assert scores([back]) == {back.id: (1.0, 0.0)}
