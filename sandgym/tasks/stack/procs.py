@@ -138,7 +138,7 @@ def sample(pid):
 def scrape(port):
     """(the sum of service_requests_total on the service's /metrics, or None when the scrape failed, why)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
             s.sendall(b"GET /metrics HTTP/1.0\\r\\nHost: stack\\r\\n\\r\\n")
             chunks = []
             while True:
