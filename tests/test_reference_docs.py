@@ -92,7 +92,7 @@ def test_cli_reference_has_every_command_and_subcommand():
 
 def test_a_command_in_no_group_is_an_error(monkeypatch):
     monkeypatch.setattr(cli_md, "GROUPS", cli_md.GROUPS[:-1])
-    with pytest.raises(ValueError, match=r"in no group \['serve', 'serve-model'\]"):
+    with pytest.raises(ValueError, match=r"in no group \['serve', 'mcp', 'serve-model'\]"):
         cli_md.render()
 
 

@@ -89,13 +89,15 @@ sandgym feedback train logs.jsonl --config examples/quickstart.toml --out runs/f
 ```
 """),
     Group("Serving",
-          "`serve` exposes an environment over OpenEnv's protocol; `serve-model` serves a model with vLLM's "
+          "`serve` exposes an environment over OpenEnv's protocol; `mcp` serves an environment's tools as an MCP "
+          "server over stdio, for agent harnesses that speak MCP; `serve-model` serves a model with vLLM's "
           "OpenAI-compatible API, for rollouts on a server (`[model] inference`). docs/INTEROP.md and "
           "docs/SCALING.md have the details.",
-          ("serve", "serve-model"),
+          ("serve", "mcp", "serve-model"),
           """<!-- doc-test: illustrative (starts a server that runs until stopped) -->
 ```bash
 sandgym serve sandgym/Coding-v0 --port 8000
+sandgym mcp sandgym/Coding-v0 --tasks coding/strings:train    # MCP over stdio: started by an MCP client
 sandgym serve-model --model smollm2-135m --port 8011
 ```
 """),

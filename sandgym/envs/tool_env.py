@@ -20,6 +20,7 @@ from sandgym.envs.builtin_tools import builtin_tools
 from sandgym.envs.context import ToolContext
 from sandgym.envs.evidence import declared_evidence, evidence_turn_v1
 from sandgym.envs.grading import grade
+from sandgym.envs.mcp_tools import McpServer, McpTools, parse_servers
 from sandgym.envs.outcome import Actions, EpisodeOutcome, Grade
 from sandgym.envs.parsing import FORMAT_EXAMPLE, ParseError, ToolCall, parse_turn
 from sandgym.envs.rewards import INTERMEDIATE_DEFAULT_WEIGHT, REWARDS, RewardConfig, compute_rewards
@@ -115,6 +116,9 @@ class ToolEnv(gym.Env[str, str]):
             (``budget``) whatever its workspace holds. Off by default (the final state is graded). RL on the JSON
             track without it learned to write the solution and let the turns run out instead of testing and
             submitting (docs/BENCHMARKS.md, docs/results/json_tools-2026-12-04/).
+        mcp_servers: MCP servers (``McpServer`` or its dict: ``name``, ``command``, ...) started inside each
+            episode's sandbox at reset; their tools join ``tools`` for the episode (``sandgym.envs.mcp_tools``). A
+            task's own ``metadata["mcp_servers"]`` are added to them.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -147,6 +151,7 @@ class ToolEnv(gym.Env[str, str]):
         turn_term: TurnTermName = "intermediate@v1",
         test_hints: bool = True,
         require_submit: bool = False,
+        mcp_servers: Sequence[McpServer | Mapping[str, Any]] = (),
     ) -> None:
         if code_action not in ("python", "submit", "test", None):
             raise ConfigError(f"code_action={code_action!r} is not one of 'python', 'submit', 'test', None")
@@ -165,6 +170,10 @@ class ToolEnv(gym.Env[str, str]):
         self._spare: Sandbox | None = None
         self._spare_requirements: tuple[str, ...] = ()
         self.toolset = ToolSet(tools if tools is not None else builtin_tools())
+        self.base_toolset = self.toolset
+        """The env's own tools; ``toolset`` is the episode's (these plus its MCP servers' tools)."""
+        self.mcp_servers = parse_servers(mcp_servers, "mcp_servers")
+        self._mcp: McpTools | None = None
         # Code actions run through these built-ins even when the agent is not offered them as tools.
         self._code_action_tools = ToolSet(builtin_tools(["python", "write_file", "run_tests", "submit"]))
         self.code_action: CodeAction = code_action
@@ -262,6 +271,7 @@ class ToolEnv(gym.Env[str, str]):
         else:
             raise ConfigError(f"options['task']={choice!r} must be a Task or a task id string")
         self._ctx = ToolContext(task, self._sandbox_for)
+        self.toolset = self._episode_toolset(self._ctx)
         self._done = False
         self._counts = _Counts()
         self._untested_change = False
@@ -350,8 +360,24 @@ class ToolEnv(gym.Env[str, str]):
         self._spare_requirements = task.requirements
         return spare if spare is not None else self.sandbox_factory(task)
 
+    def _episode_toolset(self, ctx: ToolContext) -> ToolSet:
+        """The env's tools plus those of the episode's MCP servers (the env's and the task's), started now."""
+        task = ctx.task
+        servers = self.mcp_servers + parse_servers(task.metadata.get("mcp_servers"),
+                                                   f"task {task.id!r} metadata['mcp_servers']")
+        if not servers:
+            return self.base_toolset
+        self._mcp = McpTools.open(ctx, servers, taken=self.base_toolset.names)
+        return ToolSet([*self.base_toolset.tools.values(), *self._mcp.tools])
+
+    def _stop_mcp(self) -> None:
+        mcp, self._mcp = self._mcp, None
+        if mcp is not None:
+            mcp.close()
+
     def _close_episode(self, keep: bool = False) -> None:
         """End the episode's sandbox use: close it, or (``reuse_sandbox`` and healthy) wipe it for the next one."""
+        self._stop_mcp()
         if self._ctx is None:
             return
         if not (keep and self.reuse_sandbox):
@@ -489,6 +515,7 @@ class ToolEnv(gym.Env[str, str]):
         evaluation, the rewards) reads them from it. The reward is 0.0 on infra failure.
         """
         self._done = True
+        self._stop_mcp()  # no MCP server runs while the episode is graded
         task, stats = ctx.task, ctx.stats
         g = Grade(kind=task.verifier.kind)
         if infra is None and (ctx.submitted is not None or not self.require_submit):

@@ -1,5 +1,6 @@
-"""``sandgym serve``: a sandgym env over OpenEnv's HTTP/WebSocket protocol; ``sandgym serve-model``: a model over
-vLLM's OpenAI-compatible API (heavy imports in the handlers).
+"""``sandgym serve``: a sandgym env over OpenEnv's HTTP/WebSocket protocol; ``sandgym mcp``: a sandgym env's tools
+as an MCP server over stdio; ``sandgym serve-model``: a model over vLLM's OpenAI-compatible API (heavy imports in the
+handlers).
 
 Importing this module also registers the ``harbor`` format of ``sandgym tasks import`` (``sandgym.interop``);
 :func:`add_tasks_export` adds ``sandgym tasks export --format harbor``.
@@ -35,6 +36,17 @@ def add_commands(subparsers: Any) -> None:
                    help="a new env and sandbox per session (default: sessions reuse the envs of ended ones)")
     p.set_defaults(func=cmd_serve)
 
+    c = subparsers.add_parser("mcp", help="serve an env's tools (plus reset; submit returns the reward) as an MCP "
+                              "server over stdio: one env and sandbox per session")
+    c.add_argument("env_id", nargs="?", default=None, help="env id, e.g. sandgym/Coding-v0 (or --env)")
+    c.add_argument("--env", dest="env_opt", default=None, help="env id (same as the positional argument)")
+    c.add_argument("--tasks", default=None, help="suite spec or task file for the env's `tasks` kwarg")
+    c.add_argument("--env-kwargs", default=None, help="JSON object of extra env keyword arguments")
+    c.add_argument("--task-seed", type=int, default=DEFAULT_TASK_SEED,
+                   help=f"seed that picks a generated suite's tasks (default {DEFAULT_TASK_SEED}, as `sandgym eval "
+                   "--task-seed`); --env-kwargs' suite_seed wins")
+    c.set_defaults(func=cmd_mcp)
+
     m = subparsers.add_parser("serve-model", help="serve a model with vLLM's OpenAI-compatible API (completions on "
                               "token ids with log-probs, LoRA adapters hot-loaded by name)")
     m.add_argument("--model", default="smollm2-135m", help="embedded name, local checkpoint or cached hub id")
@@ -65,9 +77,8 @@ def cmd_tasks_export(args: argparse.Namespace) -> int:
     return 0 if written else 1
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from sandgym.interop.openenv import serve
-
+def _env_args(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """(env id, env kwargs) of ``serve`` and ``mcp``: the id, ``--env-kwargs`` and ``--tasks``."""
     env_id = args.env_opt or args.env_id or "sandgym/Coding-v0"
     kwargs: dict[str, Any] = {}
     if args.env_kwargs:
@@ -79,8 +90,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ConfigError("--env-kwargs must be a JSON object, e.g. '{\"max_turns\": 4}'")
     if args.tasks:
         kwargs["tasks"] = args.tasks
+    return env_id, kwargs
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from sandgym.interop.openenv import serve
+
+    env_id, kwargs = _env_args(args)
     serve(env_id, env_kwargs=kwargs, host=args.host, port=args.port, max_sessions=args.max_sessions,
           warm=args.warm, task_seed=args.task_seed)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from sandgym.interop.mcp_server import serve
+
+    env_id, kwargs = _env_args(args)
+    serve(env_id, env_kwargs=kwargs, task_seed=args.task_seed)
     return 0
 
 

@@ -537,11 +537,12 @@ class LocalSandbox:
         if self._closed:
             raise SandboxError("this sandbox is closed; create a new one")
 
-    def session(self) -> Any:
-        """A stateful Python session (``CodeSession``) in its own bwrap, sharing this sandbox's workspace."""
+    def session(self, *, keep_processes: bool = False) -> Any:
+        """A stateful Python session (``CodeSession``) in its own bwrap, sharing this sandbox's workspace
+        (``keep_processes``: see ``LocalCodeSession``; closed with every other session before grading)."""
 
         self._check_open()
-        sess = LocalCodeSession(self)
+        sess = LocalCodeSession(self, keep_processes=keep_processes)
         self._sessions.append(sess)
         return sess
 

@@ -90,8 +90,8 @@ class PooledSandbox:
     def list_files(self, path: str = ".") -> list[str]:
         return self.sandbox.list_files(path)
 
-    def session(self) -> Any:
-        return self.sandbox.session()  # type: ignore[attr-defined]
+    def session(self, **kwargs: Any) -> Any:
+        return self.sandbox.session(**kwargs)  # type: ignore[attr-defined]
 
     def close(self) -> None:
         """Released by the pool when the ``with`` block ends; closing early marks it for replacement."""

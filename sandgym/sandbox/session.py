@@ -25,10 +25,13 @@ RESET_NOTE = "sandbox: the session was restarted; all variables were lost (state
 class LocalCodeSession:
     """A notebook-like Python interpreter: ``run_code`` runs a cell; the last expression's repr is printed."""
 
-    def __init__(self, sandbox: Any) -> None:
+    def __init__(self, sandbox: Any, *, keep_processes: bool = False) -> None:
         """``sandbox``: the ``LocalSandbox`` whose workspace, limits and log this session shares (typed loosely so
-        that this module does not import ``local``, which imports it)."""
+        that this module does not import ``local``, which imports it). ``keep_processes``: processes a cell starts
+        live on until the session closes (the harness's own long-lived helpers, e.g. an MCP server), instead of
+        being killed after each cell."""
         self._sb = sandbox
+        self.keep_processes = keep_processes
         self._lock = threading.Lock()
         self._ch: Channel | None = None
         self._closed = False
@@ -38,7 +41,7 @@ class LocalCodeSession:
     def _start(self) -> None:
         p = self._sb._paths()
         cfg = {"workspace": p["workspace"], "site": p["site"], "limits": self._sb.limits_dict(),
-               "kill_all": not self._sb.weak, "pyenv": p["pyenv"]}
+               "kill_all": not (self._sb.weak or self.keep_processes), "pyenv": p["pyenv"]}
         ch = self._sb.spawn_script(["repl.py", json.dumps(cfg)], grader=False, as_pid_1=False)
         ch.wait_ready(STARTUP_TIMEOUT_S, "the Python session", self._sb._log_tail())
         self._ch = ch
