@@ -130,7 +130,7 @@ def _one(rng: random.Random, v: ServiceVariant, d: int) -> StackInstance:
         Probe("count_unchanged", (Request(f"/count?{parent}={names[2]}", expect={"count": len(parents[names[2]])}),)),
     )
     load = Load(requests=tuple(Request(f"{route}?{parent}={p}", expect=_expect(w, p, parents, children))
-                               for p in names), count=60, warmup=6, max_s=1.0)
+                               for p in names), count=40, warmup=6, max_s=1.0)
     values = {**w, "QUERY_S": QUERY_S, "PARENTS": repr(parents), "CHILDREN": repr(children)}
     db = fill(DB, **values)
     spec = StackSpec(name=v.key, services=(Process("app", ("-m", "service.app"), http=True),), load=load,
