@@ -124,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{entry.get('tools/call_frequency', 0.0):.2f}")
         episodes = spec.trajectories()
         mean = sum(t.reward for t in episodes) / len(episodes) if episodes else float("nan")
-        print(f"{len(episodes)} graded episodes (mean reward {mean:.3f}) in {spec.record}; model in {a.out / 'final'}")
+        print(f"{len(episodes)} graded episodes (mean reward {mean:.3f}) in {spec.record}; "
+              f"model in {a.out / 'final'}")
     return 0
 
 

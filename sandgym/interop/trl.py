@@ -124,7 +124,7 @@ class SandgymEnvironment:
         final = self._final or {}
         return None if final.get("infra_failure") else float(self._reward)
 
-    # ---- what the episode came to (properties: TRL would offer methods to the model) --------------------------------
+    # ---- what the episode came to (properties: TRL would offer methods to the model) ---------------------------
     @property
     def task(self) -> Task | None:
         return self._task
@@ -145,7 +145,8 @@ class SandgymEnvironment:
             raise ConfigError("a tool was called before reset(); TRL resets each environment before generating")
         if self._final is not None:
             return EPISODE_OVER
-        text = "<tool_call>" + json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False) + "</tool_call>"
+        call = json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
+        text = f"<tool_call>{call}</tool_call>"
         obs, info = self._step(text)
         return "\n".join(str(m["content"]) for m in info.get("messages") or []) or obs
 
@@ -211,7 +212,8 @@ def _docstring(function: Mapping[str, Any]) -> str:
     description = " ".join(str(function.get("description") or function["name"]).split())
     if not props:
         return description
-    args = "\n".join(f"    {name}: {' '.join(str(p.get('description') or name).split())}" for name, p in props.items())
+    args = "\n".join(f"    {name}: {' '.join(str(p.get('description') or name).split())}"
+                     for name, p in props.items())
     return f"{description}\n\nArgs:\n{args}\n"
 
 

@@ -34,7 +34,8 @@ NO_CALL = {"correctness@v1": 0.0, "format@v1": -1.0}
 
 def spec_for(tmp_path: Path, **kwargs: object) -> SandgymSpec:
     rollout = RolloutSpec(code_action="none", tools=TOOLS, max_turns=4, env_kwargs={"system_prompt": SHORT})
-    return SandgymSpec([ADD_ONE], rollout=rollout, record=tmp_path / "trajectories.jsonl", **kwargs)  # type: ignore[arg-type]
+    return SandgymSpec([ADD_ONE], rollout=rollout, record=tmp_path / "trajectories.jsonl",
+                       **kwargs)  # type: ignore[arg-type]
 
 
 def test_tool_methods_act_in_the_sandbox_and_the_grader_scores(tmp_path: Path) -> None:
