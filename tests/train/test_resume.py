@@ -24,19 +24,29 @@ def _metrics(run: Path) -> list[dict]:
 
 def test_sigkill_then_resume_matches_uninterrupted_run(tiny_model_dir, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    ref = tmp_path / "ref"
-    subprocess.run(_cmd(tiny_model_dir, ref), check=True, cwd=REPO, env=env, capture_output=True, timeout=300)
-
-    run = tmp_path / "killed"
+    ref, run = tmp_path / "ref", tmp_path / "killed"
+    # the uninterrupted reference run goes beside the run to kill (two processes: one core each)
+    ref_log = (tmp_path / "ref.log").open("wb")
+    reference = subprocess.Popen(_cmd(tiny_model_dir, ref), cwd=REPO, env=env, stdout=ref_log,
+                                 stderr=subprocess.STDOUT)
     proc = subprocess.Popen(_cmd(tiny_model_dir, run), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not (run / "checkpoints" / "step-000002").is_dir():
-        assert proc.poll() is None, "the run ended before it could be killed"
-        assert time.time() < deadline
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        deadline = time.time() + 240
+        while not (run / "checkpoints" / "step-000002").is_dir():
+            assert proc.poll() is None, "the run ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        reference.wait(timeout=300)
+    finally:
+        for p in (proc, reference):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        ref_log.close()
+    assert reference.returncode == 0, (tmp_path / "ref.log").read_text(errors="replace")[-2000:]
     assert not (run / "checkpoints" / "step-000006").exists()
 
     out = subprocess.run([sys.executable, "-m", "sandgym", "train", "--resume", str(run)], cwd=REPO, env=env,
