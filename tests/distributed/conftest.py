@@ -1,4 +1,5 @@
-"""A local 2-CPU Ray cluster shared by the distributed tests (started once; Ray start-up takes ~10 s)."""
+"""A local 2-CPU Ray cluster shared by the distributed tests (started once; Ray start-up takes ~10 s), shut down
+after them: its daemons would otherwise take CPU for the rest of the session."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ ray = pytest.importorskip("ray")
 TOY = "tests.train.toy_env:toy/Letters-v0"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[Any]:
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
