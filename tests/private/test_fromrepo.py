@@ -13,30 +13,22 @@ from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
 from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, FromRepoResult, run
 from sandgym.tasks.registry import load_suite
 from tests.fake_sandbox import FakeSandbox
+from tests.private.conftest import sandbox_or_skip
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOOLZ_SDIST = FIXTURES / "toolz-0.12.1.tar.gz"  # `pip download --no-deps --no-binary :all: toolz==0.12.1`
 
 
-def _sandbox_or_skip() -> None:
-    from sandgym.sandbox import LocalSandbox
-
-    try:
-        LocalSandbox().close()
-    except Exception as exc:  # no namespaces here: the sandbox's own tests cover that
-        pytest.skip(f"local sandbox unavailable: {exc}")
-
-
 @pytest.fixture(scope="module")
 def minicalc(tmp_path_factory: pytest.TempPathFactory) -> tuple[FromRepoResult, Path]:
-    _sandbox_or_skip()
+    sandbox_or_skip()
     out = tmp_path_factory.mktemp("minicalc_suite")
     return run(FromRepoConfig(repo=str(FIXTURES / "minicalc"), out=str(out), seed=0)), out
 
 
 @pytest.fixture(scope="module")
 def toolz(tmp_path_factory: pytest.TempPathFactory) -> tuple[FromRepoResult, Path]:
-    _sandbox_or_skip()
+    sandbox_or_skip()
     src = tmp_path_factory.mktemp("toolz_src")
     with tarfile.open(TOOLZ_SDIST) as tar:
         tar.extractall(src, filter="data")
@@ -136,7 +128,7 @@ def test_oracle_solves_all_and_noop_none(which: str, request: pytest.FixtureRequ
 
 
 def test_cli_from_repo_smoke(tmp_path: Path) -> None:
-    _sandbox_or_skip()
+    sandbox_or_skip()
     from sandgym.cli import main
 
     code = main(["tasks", "from-repo", str(FIXTURES / "minicalc"), "--out", str(tmp_path), "--max-tasks", "2",

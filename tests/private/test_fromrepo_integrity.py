@@ -17,6 +17,7 @@ import pytest
 from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, FromRepoResult, run
 from sandgym.rollout.audit import audit
 from sandgym.tasks.registry import load_suite
+from tests.private.conftest import sandbox_or_skip
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minicalc"
 FORMER_HACKS = ("always_equal", "always_true", "pytest_report_patch", "pytest_reporter_gc", "forged_report_fds",
@@ -39,18 +40,9 @@ GEO = {
 }
 
 
-def _sandbox_or_skip() -> None:
-    from sandgym.sandbox import LocalSandbox
-
-    try:
-        LocalSandbox().close()
-    except Exception as exc:  # no namespaces here: the sandbox's own tests cover that
-        pytest.skip(f"local sandbox unavailable: {exc}")
-
-
 @pytest.fixture(scope="module")
 def minicalc(tmp_path_factory: pytest.TempPathFactory) -> tuple[FromRepoResult, Path]:
-    _sandbox_or_skip()
+    sandbox_or_skip()
     out = tmp_path_factory.mktemp("minicalc_integrity")
     return run(FromRepoConfig(repo=str(FIXTURE), out=str(out), seed=0, max_tasks=8)), out
 
@@ -78,7 +70,7 @@ def _geo(tmp_path: Path) -> Path:
 
 
 def test_a_test_that_needs_the_codes_process_is_dropped_or_kept_marked(tmp_path: Path) -> None:
-    _sandbox_or_skip()
+    sandbox_or_skip()
     repo = _geo(tmp_path)
     safe = run(FromRepoConfig(repo=str(repo), out=str(tmp_path / "safe"), kinds=("reimplement",), seed=0))
     by_fn = {t.metadata["function"]: t for t in safe.tasks}

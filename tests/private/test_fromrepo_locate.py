@@ -10,18 +10,14 @@ from sandgym.agents.scripted import NoopAgent, OracleAgent, run_episode
 from sandgym.private.fromrepo import FromRepoConfig, FromRepoResult, bug_report, run, unique_edit
 from sandgym.sandbox.protocol import TestOutcome as Outcome
 from sandgym.sandbox.protocol import TestReport as Report
+from tests.private.conftest import sandbox_or_skip
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minicalc"
 
 
 @pytest.fixture(scope="module")
 def located(tmp_path_factory: pytest.TempPathFactory) -> FromRepoResult:
-    from sandgym.sandbox import LocalSandbox
-
-    try:
-        LocalSandbox().close()
-    except Exception as exc:  # no namespaces here: the sandbox's own tests cover that
-        pytest.skip(f"local sandbox unavailable: {exc}")
+    sandbox_or_skip()
     out = tmp_path_factory.mktemp("minicalc_locate")
     return run(FromRepoConfig(repo=str(FIXTURE), out=str(out), kinds=("locate",), seed=0, max_tasks=4))
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from sandgym.cli import main
+from tests.private.conftest import sandbox_or_skip
 
 FIXTURE = Path(__file__).parent / "fixtures" / "minicalc"
 TINY = ["--set", "optim.steps=1", "--set", "optim.tasks_per_step=1", "--set", "algorithm.group_size=2",
@@ -19,12 +20,7 @@ TINY = ["--set", "optim.steps=1", "--set", "optim.tasks_per_step=1", "--set", "a
 
 def test_recipe_runs_every_stage_and_resumes(tmp_path: Path, tiny_model_dir: Any,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from sandgym.sandbox import LocalSandbox
-
-    try:
-        LocalSandbox().close()
-    except Exception as exc:  # no namespaces here: the sandbox's own tests cover that
-        pytest.skip(f"local sandbox unavailable: {exc}")
+    sandbox_or_skip()
     out = tmp_path / "recipe"
     args = ["recipe", "repo", str(FIXTURE), "--out", str(out), "--model", str(tiny_model_dir), "--max-tasks", "6",
             "--kinds", "bugfix,locate", "--n-tasks", "2", "--samples", "1", *TINY]
