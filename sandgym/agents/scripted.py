@@ -124,11 +124,11 @@ def edit_plan(edit: Mapping[str, Any], search: Any = None) -> list[str]:
     ``metadata["search"]``, when the prompt does not say where; else look at the files), read around the line, undo
     the change with one ``edit_file``, submit. Never a whole-file write: a model's window may not hold the file."""
     path, line = str(edit["path"]), int(edit["line"])
-    find = (call("grep", pattern=str(search["grep"]), path=".") if isinstance(search, Mapping) and search.get("grep")
-            else call("list_files"))
-    return [find, call("read_file", path=path, start_line=max(1, line - 12), end_line=line + 12),
-            call("edit_file", path=path, old=str(edit["old"]), new=str(edit["new"])),
-            call("submit", answer="done")]
+    read = call("read_file", path=path, start_line=max(1, line - 12), end_line=line + 12)
+    fix = [call("edit_file", path=path, old=str(edit["old"]), new=str(edit["new"])), call("submit", answer="done")]
+    if isinstance(search, Mapping) and search.get("grep"):  # where to read comes from what the grep shows
+        return [call("grep", pattern=str(search["grep"]), path="."), read, *fix]
+    return [call("list_files") + "\n" + read, *fix]  # the prompt names the file: look and read in one turn
 
 
 def search_plan(task: Task) -> list[str]:
