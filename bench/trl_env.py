@@ -18,9 +18,9 @@ bounds the whole rollout (turns and tool replies) by ``max_completion_length`` =
 ``--max-new-tokens``. Time per step is the loop's ``perf/step_s`` and TRL's step from ``on_step_begin`` to
 ``on_step_end``; mean reward is each step's mean over its G episodes (sandgym's ``rollout/reward_mean``, TRL's
 logged ``reward``: both the env's reward). Each trainer runs in its own child process, ``--warmup`` steps first,
-then ``--steps`` measured steps.
+then ``--steps`` measured steps; ``--repeats`` runs each trainer that many times, in alternating order.
 
-    python bench/trl_env.py --out trl_env.json          # ~10 min on the 2-core VM
+    python bench/trl_env.py --repeats 2 --steps 2 --out trl_env.json
 """
 
 from __future__ import annotations
@@ -217,26 +217,33 @@ def _child(which: str, cfg: BenchConfig, timeout: float) -> dict[str, Any]:
         return data
 
 
-def summarise(result: dict[str, Any], warmup: int) -> dict[str, Any]:
-    measured = result["steps"][warmup:]
+def summarise(runs: Sequence[dict[str, Any]], warmup: int) -> dict[str, Any]:
+    """One trainer's repeats: the median over its measured steps (of every repeat), each repeat's median step
+    time, and the mean reward over the measured steps and over every step."""
+    measured = [s for r in runs for s in r["steps"][warmup:]]
     keys = sorted({k for s in measured for k in s})
     return {"median": {k: statistics.median(s[k] for s in measured if k in s) for k in keys},
+            "step_s_by_repeat": [statistics.median(s["step_s"] for s in r["steps"][warmup:]) for r in runs],
             "mean_reward_measured": statistics.mean(s["reward_mean"] for s in measured),
-            "mean_reward_all": statistics.mean(s["reward_mean"] for s in result["steps"]),
-            "setup_s": result["setup_s"], "process_wall_s": result["process_wall_s"], "all_steps": result["steps"]}
+            "mean_reward_all": statistics.mean(s["reward_mean"] for r in runs for s in r["steps"]),
+            "setup_s": [r["setup_s"] for r in runs], "process_wall_s": [r["process_wall_s"] for r in runs],
+            "runs": [r["steps"] for r in runs]}
 
 
 def report(summary: dict[str, Any]) -> str:
     s, t = summary["sandgym"], summary["trl"]
-    rows = [("time per step, s (median of measured)", s["median"]["step_s"], t["median"]["step_s"], ".2f"),
+    rows = [("time per step, s (median of measured steps)", s["median"]["step_s"], t["median"]["step_s"], ".1f"),
             ("mean reward, measured steps", s["mean_reward_measured"], t["mean_reward_measured"], ".3f"),
             ("mean reward, every step", s["mean_reward_all"], t["mean_reward_all"], ".3f"),
             ("success rate (median)", s["median"].get("success_rate"), t["median"].get("success_rate"), ".2f"),
             ("turns per episode (median)", s["median"].get("turns_mean"), t["median"].get("turns_mean"), ".2f"),
-            ("setup (load, first env), s", s["setup_s"], t["setup_s"], ".1f")]
+            ("sampled tokens per episode (median)", s["median"].get("gen_tokens_mean"),
+             t["median"].get("completion_tokens_mean"), ".0f")]
     lines = ["| | sandgym train loop | TRL GRPOTrainer + sandgym env |", "|---|---:|---:|"]
     lines += [f"| {label} | {format(a, f) if a is not None else '-'} | {format(b, f) if b is not None else '-'} |"
               for label, a, b, f in rows]
+    by_repeat = [", ".join(f"{x:.1f}" for x in side["step_s_by_repeat"]) for side in (s, t)]
+    lines.append(f"| time per step by repeat, s | {by_repeat[0]} | {by_repeat[1]} |")
     return "\n".join(lines)
 
 
@@ -256,6 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=d.threads)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--only", choices=("all", "sandgym", "trl"), default="all")
+    p.add_argument("--repeats", type=int, default=2, help="each trainer this many times, in alternating order")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per child process")
     p.add_argument("--out", type=Path, default=None, help="write the JSON summary here")
     p.add_argument("--child", choices=("sandgym", "trl"), help=argparse.SUPPRESS)
@@ -278,12 +286,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = prepare(cfg, Path(work))
         summary["config"] = {k: v for k, v in asdict(cfg).items() if k not in ("model_dir", "tasks_file")}
         summary["tasks"] = [json.loads(line)["id"] for line in Path(cfg.tasks_file).read_text().splitlines()]
-        for which in [w for w in ("sandgym", "trl") if a.only in ("all", w)]:
-            print(f"running {which} ...", flush=True)
-            summary[which] = summarise(_child(which, cfg, a.timeout), cfg.warmup)
-            measured = [x["step_s"] for x in summary[which]["all_steps"][cfg.warmup:]]
-            print(f"  {which}: {spread(measured, '.1f')} s/step, mean reward (measured) "
-                  f"{summary[which]['mean_reward_measured']:.3f}", flush=True)
+        sides = [w for w in ("sandgym", "trl") if a.only in ("all", w)]
+        runs: dict[str, list[dict[str, Any]]] = {w: [] for w in sides}
+        for r in range(a.repeats):
+            for which in sides if r % 2 == 0 else sides[::-1]:  # each trainer sees the same load drift
+                print(f"repeat {r + 1}/{a.repeats}: running {which} ...", flush=True)
+                runs[which].append(_child(which, cfg, a.timeout))
+                steps = runs[which][-1]["steps"]
+                print(f"  {which}: {spread([x['step_s'] for x in steps[cfg.warmup:]], '.1f')} s/step, mean reward "
+                      f"{statistics.mean(x['reward_mean'] for x in steps):.3f}; {load_line('now')}", flush=True)
+        for which in sides:
+            summary[which] = summarise(runs[which], cfg.warmup)
     summary["load_average_end"] = os.getloadavg()
     print(load_line("end"))
     if "sandgym" in summary and "trl" in summary:

@@ -92,7 +92,8 @@ class SandgymEnvironment:
         if hasattr(inner, "reuse_sandbox") and "reuse_sandbox" not in settings.rollout.env_kwargs:
             inner.reuse_sandbox = True  # a sandbox proven clean between episodes, as sandgym's env pool does
         self._by_id = {t.id: t for t in settings.tasks}
-        self._rng = random.Random(settings.seed * 1_000_003 + next(_instances))
+        self._number = next(_instances)
+        self._rng = random.Random(settings.seed * 1_000_003 + self._number)
         self._task: Task | None = None
         self._turns: list[Turn] = []
         self._final: Mapping[str, Any] | None = None
@@ -193,7 +194,7 @@ class SandgymEnvironment:
             reward=self._reward, reward_components=self.reward_components,
             runtime={k: float(v) for k, v in (final.get("runtime") or {}).items() if isinstance(v, (int, float))},
             truncated=truncated, truncation_reason=reason, terminated=terminated, outcome=outcome,
-            metadata={"source": "trl", "episode": self._episodes}, **verdict)
+            metadata={"source": "trl", "environment": self._number, "episode": self._episodes}, **verdict)
 
     def _record(self) -> None:
         if self._settings.record is None:

@@ -18,6 +18,8 @@ import pytest
 pytest.importorskip("trl")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
+from transformers.utils import get_json_schema  # noqa: E402
+
 from sandgym.agents.trajectory import load_jsonl  # noqa: E402
 from sandgym.envs.rewards import RewardConfig, compute_rewards  # noqa: E402
 from sandgym.errors import ConfigError  # noqa: E402
@@ -43,6 +45,11 @@ def test_tool_methods_act_in_the_sandbox_and_the_grader_scores(tmp_path: Path) -
         env: Any = spec.environment_factory()  # its tool methods are made from the env's tool schemas
         public = sorted(n for n, _ in inspect.getmembers(type(env), inspect.isfunction) if not n.startswith("_"))
         assert public == sorted({"reset", "get_reward", *TOOLS})  # what TRL offers the model: the env's tools
+        for schema in spec.tools:  # rendered from the methods as TRL renders them: sandgym's own schemas
+            mine, theirs = schema["function"], get_json_schema(getattr(env, schema["function"]["name"]))["function"]
+            assert (theirs["description"], theirs["parameters"]["properties"]) == (
+                mine["description"], mine["parameters"]["properties"])
+            assert sorted(theirs["parameters"].get("required", [])) == sorted(mine["parameters"]["required"])
         assert env.reset(task_id=ADD_ONE.id, prompt=[]) is None
         env.write_file(path="solution.py", content="def add_one(x: int) -> int:\n    return x + 1\n")
         assert env.submit() == "Submitted."
