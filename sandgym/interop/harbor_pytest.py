@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+import sandgym.pysyntax as pysyntax
+
 __all__ = ["PytestPlan", "count_tests", "hidden_tests", "pytest_plan", "GRADER_DIR"]
 
 GRADER_DIR = "/.grader"
@@ -308,7 +310,7 @@ def count_tests(source: str) -> int | None:
     """Test cases pytest collects from one module, counted from its syntax; None when that cannot be sure
     (parametrize over computed values, fixtures with params, skip/xfail marks, test classes that inherit)."""
     try:
-        tree = ast.parse(source)
+        tree = pysyntax.parse(source)
     except SyntaxError:
         return None
     total = 0
