@@ -12,13 +12,14 @@ LoRA (r 16, alpha 32, q/k/v/o/gate/up/down), float32, no vLLM.
 What differs is each trainer's own way: sandgym's loop (``sandgym.train.loop.run``) samples each turn up to
 ``--max-new-tokens`` and stops at the end of a call, steps the env with the turn's text (a turn cut by the budget
 too: ``truncated_turn = "continue"``, so that every episode is graded, as under TRL; the default "end" scores such
-an episode 0 ungraded), and skips samples with a zero advantage; TRL (``GRPOTrainer`` with ``environment_factory``
-= ``sandgym.interop.trl``) generates until the model's end of turn, runs the parsed tool calls through the env, and
-bounds the whole rollout (turns and tool replies) by ``max_completion_length`` = ``--max-turns`` x
-``--max-new-tokens``. Time per step is the loop's ``perf/step_s`` and TRL's step from ``on_step_begin`` to
-``on_step_end``; mean reward is each step's mean over its G episodes (sandgym's ``rollout/reward_mean``, TRL's
-logged ``reward``: both the env's reward). Each trainer runs in its own child process, ``--warmup`` steps first,
-then ``--steps`` measured steps; ``--repeats`` runs each trainer that many times, in alternating order.
+an episode 0 ungraded), and leaves samples with a zero advantage out of the learner (``--learn-every-sample`` keeps
+them, as TRL does); TRL (``GRPOTrainer`` with ``environment_factory`` = ``sandgym.interop.trl``) generates until
+the model's end of turn, runs the parsed tool calls through the env, and bounds the whole rollout (turns and tool
+replies) by ``max_completion_length`` = ``--max-turns`` x ``--max-new-tokens``. Time per step is the loop's
+``perf/step_s`` and TRL's step from ``on_step_begin`` to ``on_step_end``; mean reward is each step's mean over its
+G episodes (sandgym's ``rollout/reward_mean``, TRL's logged ``reward``: both the env's reward). Each trainer runs
+in its own child process, ``--warmup`` steps first, then ``--steps`` measured steps; ``--repeats`` runs each
+trainer that many times, in alternating order.
 
     python bench/trl_env.py --repeats 2 --steps 2 --out trl_env.json
 """
@@ -60,6 +61,8 @@ class BenchConfig:
     steps: int = 3
     threads: int = 2
     seed: int = 0
+    skip_zero_advantage: bool = True
+    """sandgym: leave samples with a zero advantage out of the learner (its default with beta 0); TRL trains on all."""
     model_dir: str = ""
     """Filled by the parent: the model with the tool-calling template (both children load it)."""
     tasks_file: str = ""
@@ -122,6 +125,7 @@ def run_sandgym(cfg: BenchConfig) -> dict[str, Any]:
             "rollout.env_kwargs": "{system_prompt = " + json.dumps(SYSTEM_PROMPT) + "}",
             "algorithm.name": '"grpo"', "algorithm.group_size": cfg.group_size, "algorithm.beta": 0.0,
             "algorithm.epochs": 1, "algorithm.loss_aggregation": '"token_mean"', "domains.normalize": "false",
+            "algorithm.skip_zero_advantage": json.dumps(cfg.skip_zero_advantage),
             "optim.lr": cfg.lr, "optim.max_grad_norm": 1.0, "optim.steps": cfg.total_steps,
             "optim.tasks_per_step": 1, "optim.micro_batch": cfg.group_size,
             "checkpoint.every": cfg.total_steps, "logging.tensorboard": "false", "logging.sample_trajectories": 0,
@@ -134,7 +138,8 @@ def run_sandgym(cfg: BenchConfig) -> dict[str, Any]:
         metrics = load_metrics(result.run_dir)
     steps = [{"step_s": m["perf/step_s"], "reward_mean": m["rollout/reward_mean"],
               "success_rate": m["rollout/success_rate"], "turns_mean": m["rollout/turns_mean"],
-              "gen_tokens_mean": m["rollout/gen_tokens_mean"]} for m in metrics]
+              "gen_tokens_mean": m["rollout/gen_tokens_mean"],
+              "trained_sequences": m["losses/trained_sequences"]} for m in metrics]
     return {"setup_s": wall - sum(s["step_s"] for s in steps), "steps": steps}
 
 
@@ -196,6 +201,7 @@ def run_trl(cfg: BenchConfig) -> dict[str, Any]:
         s["turns_mean"] = sum(e.num_turns for e in mine) / max(1, len(mine))
         s["tool_calls_mean"] = float(entry.get("tools/call_frequency", 0.0))
         s["completion_tokens_mean"] = float(entry.get("completions/mean_length", 0.0))
+        s["trained_sequences"] = float(g)  # TRL's loss covers every completion
     shutil.rmtree(work, ignore_errors=True)
     return {"setup_s": setup_s, "steps": steps}
 
@@ -238,7 +244,9 @@ def report(summary: dict[str, Any]) -> str:
             ("success rate (median)", s["median"].get("success_rate"), t["median"].get("success_rate"), ".2f"),
             ("turns per episode (median)", s["median"].get("turns_mean"), t["median"].get("turns_mean"), ".2f"),
             ("sampled tokens per episode (median)", s["median"].get("gen_tokens_mean"),
-             t["median"].get("completion_tokens_mean"), ".0f")]
+             t["median"].get("completion_tokens_mean"), ".0f"),
+            ("sequences in the learner per step (median)", s["median"].get("trained_sequences"),
+             t["median"].get("trained_sequences"), ".0f")]
     lines = ["| | sandgym train loop | TRL GRPOTrainer + sandgym env |", "|---|---:|---:|"]
     lines += [f"| {label} | {format(a, f) if a is not None else '-'} | {format(b, f) if b is not None else '-'} |"
               for label, a, b, f in rows]
@@ -262,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=d.steps, help="measured steps")
     p.add_argument("--threads", type=int, default=d.threads)
     p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--learn-every-sample", action="store_true",
+                   help="sandgym: train on zero-advantage samples too, as TRL does (algorithm.skip_zero_advantage)")
     p.add_argument("--only", choices=("all", "sandgym", "trl"), default="all")
     p.add_argument("--repeats", type=int, default=2, help="each trainer this many times, in alternating order")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per child process")
@@ -279,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cfg = BenchConfig(model=a.model, suite=a.suite, difficulty=a.difficulty, tools=tuple(a.tools.split(",")),
                       max_turns=a.max_turns, max_new_tokens=a.max_new_tokens, group_size=a.group_size, lr=a.lr,
-                      warmup=a.warmup, steps=a.steps, threads=a.threads, seed=a.seed)
+                      warmup=a.warmup, steps=a.steps, threads=a.threads, seed=a.seed,
+                      skip_zero_advantage=not a.learn_every_sample)
     print(load_line("start") + f"; {cfg.warmup} warm-up + {cfg.steps} measured steps per trainer", flush=True)
     summary: dict[str, Any] = {"load_average": os.getloadavg()}
     with tempfile.TemporaryDirectory() as work:
