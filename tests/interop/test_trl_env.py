@@ -82,8 +82,32 @@ def test_bad_settings_are_refused_with_the_fix(tmp_path: Path) -> None:
         spec_for(tmp_path).environment_factory().reset(task_id="demo/nope")
 
 
+SOLVE = ('<tool_call>\n{"name": "write_file", "arguments": {"path": "solution.py", "content": '
+         '"def add_one(x: int) -> int:\\n    return x + 1\\n"}}\n</tool_call><|im_end|>')
+"""What the tiny model is taught to answer: a correct solution through a native tool call (the Qwen2.5 format)."""
+
+
+def taught_to_call(model: Any, prompt_ids: list[int], completion_ids: list[int]) -> Any:
+    """``model`` fitted to answer the prompt with exactly ``completion_ids`` (a few dozen AdamW steps)."""
+    import torch
+
+    ids = torch.tensor([prompt_ids + completion_ids])
+    labels = torch.tensor([[-100] * len(prompt_ids) + completion_ids])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(200):
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if loss.item() < 0.005:
+            break
+    return model
+
+
 @pytest.mark.slow
 def test_grpo_trainer_trains_through_environment_factory(tmp_path: Path) -> None:
+    """TRL parses the model's tool call, runs it through the environment's method in the sandbox, and trains on
+    the reward sandgym's grader gives the episode."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
@@ -92,26 +116,33 @@ def test_grpo_trainer_trains_through_environment_factory(tmp_path: Path) -> None
     model = AutoModelForCausalLM.from_pretrained(str(model_dir))
     spec = spec_for(tmp_path)
     args = GRPOConfig(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2, max_completion_length=12,
-        max_steps=2, learning_rate=1e-3, beta=0.0, use_cpu=True, report_to="none", save_strategy="no",
-        logging_steps=1, disable_tqdm=True, max_tool_calling_iterations=2, seed=0, dataloader_num_workers=0,
-        gradient_checkpointing=False,
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2, max_completion_length=512,
+        max_steps=2, learning_rate=1e-3, beta=0.0, temperature=0.01, use_cpu=True, report_to="none",
+        save_strategy="no", logging_steps=1, disable_tqdm=True, max_tool_calling_iterations=1, seed=0,
+        dataloader_num_workers=0, gradient_checkpointing=False,
     )
     trainer = GRPOTrainer(model=model, args=args, train_dataset=spec.train_dataset, processing_class=tokenizer,
                           environment_factory=spec.environment_factory)
     assert sorted(t.__name__ for t in trainer.tools) == sorted(TOOLS)  # rendered into every prompt by TRL
+    prompt_ids = tokenizer.apply_chat_template(  # the prompt as TRL renders it, its tools the env's methods
+        spec.train_dataset[0]["prompt"], tools=trainer.tools, add_generation_prompt=True, tokenize=True,
+        return_dict=True)["input_ids"]
+    taught_to_call(model, list(prompt_ids), tokenizer(SOLVE, add_special_tokens=False)["input_ids"])
     try:
         trainer.train()
     finally:
         spec.close()
     logged = [e for e in trainer.state.log_history if "reward" in e]
     assert len(logged) == 2 and trainer.state.global_step == 2
+    assert all(e["tools/call_frequency"] > 0 for e in logged)
     trajs = load_jsonl(tmp_path / "trajectories.jsonl")  # sandgym's own reader: sandgym's trajectory format
     assert len(trajs) == 4  # 2 steps x 1 prompt x 2 generations, each graded once
-    for t in trajs:
-        assert t.task_id == ADD_ONE.id and t.outcome is not None and t.metadata["source"] == "trl"
-        assert "correctness@v1" in t.reward_components and "format@v1" in t.reward_components
-        weights = RewardConfig().weights
+    weights = RewardConfig().weights
+    for t in trajs:  # the call TRL parsed ran in the sandbox; the grader's hidden tests pass
+        assert t.task_id == ADD_ONE.id and t.metadata["source"] == "trl" and t.outcome is not None
+        assert t.turns[0].text.startswith('<tool_call>{"name": "write_file"') and "return x + 1" in t.turns[0].text
+        assert t.turns[-1].text == ""  # the message after the tool's reply called no tool: the closing turn
+        assert t.success and t.reward_components["correctness@v1"] == 1.0
         assert t.reward == pytest.approx(sum(weights[k] * t.reward_components[k] for k in weights))
     for step, entry in enumerate(logged):  # the reward TRL trained on is the grader's, episode by episode
         mean = sum(t.reward for t in trajs[2 * step: 2 * step + 2]) / 2
