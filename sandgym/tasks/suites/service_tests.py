@@ -110,6 +110,7 @@ class Service:
 
 
 HOST = """import sys, threading
+threading.stack_size(1 << 18)
 ns = {"__name__": "broker"}
 exec(compile(sys.argv[1], "broker.py", "exec"), ns)
 for sock, log in zip(sys.argv[2::2], sys.argv[3::2]):
@@ -122,7 +123,9 @@ def start_brokers(services):
     """One process holding a broker per service (its own socket, log and state): the pristine source, never a file
     the agent's code could rewrite before a restart; -I -S: no workspace module (a planted json.py) on its path."""
     args = [x for svc in services for x in (svc.sock, svc.log)]
-    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", HOST, BROKER_SRC, *args], env=services[0].env)
+    # a thread per connection under the sandbox's address-space limit (RLIMIT_AS): small stacks, few malloc arenas
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", HOST, BROKER_SRC, *args],
+                            env={**services[0].env, "MALLOC_ARENA_MAX": "2"})
     deadline = time.monotonic() + 5
     for svc in services:
         while True:
