@@ -127,7 +127,7 @@ class FromRepoResult:
     discards: tuple[Discard, ...]
     baseline: Mapping[str, Any]
     splits: Mapping[str, str]
-    """Source file -> split."""
+    """Source file (or ``file::definition`` in a one-file project) -> split."""
     scrub: ScrubReport
     snapshot_files: int
     skipped: tuple[tuple[str, str], ...]
@@ -149,6 +149,7 @@ class FromRepoResult:
             "discards": [vars(d) for d in self.discards],
             "baseline": dict(self.baseline),
             "split_by_file": dict(self.splits),
+            "split_unit": "definition" if any("::" in k for k in self.splits) else "file",
             "snapshot": {"files": self.snapshot_files, "skipped": [list(s) for s in self.skipped]},
             "scrub": self.scrub.to_json(),
         }
@@ -233,6 +234,22 @@ def split_files(files: list[str], fraction: float, seed: int) -> dict[str, str]:
     if fraction > 0 and len(order) >= 2:
         n = min(max(n, 1), len(order) - 1)
     return {f: ("heldout" if i < n else "train") for i, f in enumerate(order)}
+
+
+def split_units(files: Mapping[str, str], fraction: float, seed: int) -> dict[str, str]:
+    """Split by whole source file; a project with one source file (a single-module package) is split by its
+    top-level definitions instead (``file::name``: a function, or a class with all its methods), so it still has a
+    held-out split whose code no training task touched."""
+    if len(files) != 1 or fraction <= 0:
+        return split_files(list(files), fraction, seed)
+    (path, source), = files.items()
+    tops = sorted({f"{path}::{t.qualname.split('.')[0]}" for t in find_targets(source, path)})
+    return {path: "train", **split_files(tops, fraction, seed)}
+
+
+def split_of(splits: Mapping[str, str], target: Target) -> str:
+    """The split of ``target``: its top-level definition's when the project was split by definition."""
+    return splits.get(f"{target.file}::{target.qualname.split('.')[0]}", splits.get(target.file, "train"))
 
 
 def _candidates(snap: Snapshot, files: Mapping[str, str], seed: int, unreferenced: list[Discard]) -> Iterator[Target]:
@@ -372,7 +389,7 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
             instances[(f, key)] += 1
             if o.outcome not in ("passed", "skipped"):  # a skipped instance (speedups unavailable) is no fault
                 broken.add((f, key))
-    splits = split_files(snap.source_files(), config.heldout_fraction, config.seed)
+    splits = split_units({f: files[f] for f in snap.source_files()}, config.heldout_fraction, config.seed)
     made: list[Task] = []
     discards: list[Discard] = []
     for target in _candidates(snap, files, config.seed, discards):
@@ -580,7 +597,7 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
     where["edit"] = _edit(mutation, files[target.file], target.file)
     return Task(
         id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
-        domain="coding", family=f"repo_{mutation.kind}", split=splits.get(target.file, "train"),  # type: ignore[arg-type]
+        domain="coding", family=f"repo_{mutation.kind}", split=split_of(splits, target),  # type: ignore[arg-type]
         prompt=prompt,
         verifier=Verifier(kind="tests", tests=hidden, expected_tests=expected, isolation=isolation,
                           data=encode_data(snap.support_data)),

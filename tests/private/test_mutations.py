@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sandgym.errors import TaskError
-from sandgym.private.fromrepo import split_files
+from sandgym.private.fromrepo import split_files, split_of, split_units
 from sandgym.private.snapshot import read_repo, select_tests
 from sandgym.tasks.mutations import MUTATION_OPERATORS, bug_mutations, find_targets, remove_body
 
@@ -162,6 +162,18 @@ def test_split_whole_files_both_sides() -> None:
     assert sum(v == "heldout" for v in split.values()) == 3 and split == split_files(files, 0.3, seed=0)
     assert set(split_files(files[:2], 0.1, seed=0).values()) == {"train", "heldout"}
     assert set(split_files(files, 0.0, seed=0).values()) == {"train"}
+
+
+def test_a_one_file_project_is_split_by_top_level_definition() -> None:
+    src = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n" for i in range(6))
+    src += "class C:\n    def m(self):\n        z = 1\n        return z\n\n    def n(self):\n        return 2\n"
+    split = split_units({"pkg/__init__.py": src}, 0.3, seed=0)
+    assert set(split.values()) == {"train", "heldout"} and sum(v == "heldout" for v in split.values()) == 2
+    methods = {split_of(split, t) for t in find_targets(src, "pkg/__init__.py") if t.qualname.startswith("C.")}
+    assert len(methods) == 1  # a class's methods stay on one side
+    two = {"a.py": src, "b.py": src}
+    assert split_units(two, 0.3, seed=0) == split_files(list(two), 0.3, seed=0)  # two files: whole files
+    assert set(split_units({"pkg/__init__.py": src}, 0.0, seed=0).values()) == {"train"}
 
 
 def test_property_and_setter_are_separate_targets() -> None:
