@@ -7,6 +7,8 @@ built-in "end-of-turn pull": every token embedding carries a constant feature th
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,23 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Any
     build_tiny_model(tiny_tokenizer).save_pretrained(str(out))
     tiny_tokenizer.save_pretrained(str(out))
     return out
+
+
+@pytest.fixture(scope="session")
+def doc_runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The documented commands of the session's doc-block tests (tests/test_docs.py), running in the background."""
+    from tests.test_docs import selected_blocks, start_runner
+
+    runner = start_runner(selected_blocks(request.session.items), tmp_path_factory)
+    yield runner
+    runner.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _doc_blocks_from_the_start(request: pytest.FixtureRequest) -> None:
+    """Doc blocks are mostly fresh interpreters importing their libraries: started with the session, they run
+    beside the other tests instead of after them (``SANDGYM_DOC_TEST_EARLY=0`` starts them at their own tests)."""
+    if os.environ.get("SANDGYM_DOC_TEST_EARLY", "1") != "0" and any(
+            getattr(getattr(item, "function", None), "__name__", "") == "test_block"
+            and item.nodeid.startswith("tests/test_docs.py") for item in request.session.items):
+        request.getfixturevalue("doc_runner")

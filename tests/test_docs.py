@@ -2,8 +2,8 @@
 
 One test per block marked ``run`` or ``file`` (id ``docs/TASKS.md:120``). The blocks of one document run in
 document order in one fresh working directory that links the repository's examples/, tests/, bench/ and docs/;
-documents run side by side on ``SANDGYM_DOC_TEST_WORKERS`` threads (default 2), started when the first block's
-test starts (tests/docrun.py). Shell blocks run with ``bash -euo pipefail`` (a ``console`` block runs its ``$ ``
+documents run side by side on ``SANDGYM_DOC_TEST_WORKERS`` threads (default 1), started with the session, beside
+the other tests (tests/conftest.py; tests/docrun.py), so most blocks are done when their tests come up. Shell blocks run with ``bash -euo pipefail`` (a ``console`` block runs its ``$ ``
 lines), python blocks with the venv's python, each with the venv's bin first on PATH, the Hugging Face hub offline
 and a timeout of TIMEOUT_S; a block after a failed one of the same document is skipped. One test per document
 fails on every shell/python block without a marker and on every malformed, unknown or stale marker. The marker
@@ -13,7 +13,6 @@ convention is in tests/docblocks.py. The terminal summary says how many blocks r
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from tests.docrun import DocRunner
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 240
-WORKERS = int(os.environ.get("SANDGYM_DOC_TEST_WORKERS", "2"))
+WORKERS = int(os.environ.get("SANDGYM_DOC_TEST_WORKERS", "1"))
 DOCS = [parse(p.read_text(encoding="utf-8"), str(p.relative_to(REPO))) for p in documents(REPO)]
 BLOCKS = [b for d in DOCS for b in d.blocks if b.marker and b.marker.kind in ("run", "file")]
 SECONDS: dict[str, float] = {}
@@ -57,34 +56,29 @@ def _summary(request: pytest.FixtureRequest) -> None:
         manager.register(_Summary(), "sandgym-doc-summary")
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.tiny import build_tiny_model_dir
-
-    return build_tiny_model_dir(tmp_path_factory.mktemp("doc-tiny-model") / "model")
-
-
-@pytest.fixture(scope="module")
-def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocRunner]:
-    """Starts the selected blocks (and the blocks before them in their document), by document, on WORKERS
-    threads; each test waits for its block."""
-    selected = {id(item.callspec.params["block"]) for item in request.session.items
+def selected_blocks(items: list[pytest.Item]) -> list[Block]:
+    """The blocks the session's ``test_block`` items ask for, and the blocks before them in their documents."""
+    selected = {id(item.callspec.params["block"]) for item in items
                 if getattr(item, "function", None) is test_block and hasattr(item, "callspec")}
     last = {b.doc: b.line for b in BLOCKS if id(b) in selected}
-    blocks = [b for b in BLOCKS if b.line <= last.get(b.doc, 0)]  # a selected block needs the blocks before it
+    return [b for b in BLOCKS if b.line <= last.get(b.doc, 0)]
+
+
+def start_runner(blocks: list[Block], tmp_path_factory: pytest.TempPathFactory) -> DocRunner:
+    """The blocks, by document, on WORKERS threads (a tiny model built first when a marker names it)."""
     values = {"repo": str(REPO)}
     if any("{tiny_model}" in new for b in blocks if b.marker for _, new in b.marker.replaces):
-        values["tiny_model"] = str(request.getfixturevalue("tiny_model"))
-    started = DocRunner(REPO, tmp_path_factory.mktemp("doc-workdirs"), blocks, values, workers=WORKERS,
-                        timeout_s=TIMEOUT_S)
-    yield started
-    started.stop()
+        from tests.tiny import build_tiny_model_dir
+
+        values["tiny_model"] = str(build_tiny_model_dir(tmp_path_factory.mktemp("doc-tiny-model") / "model"))
+    return DocRunner(REPO, tmp_path_factory.mktemp("doc-workdirs"), blocks, values, workers=WORKERS,
+                     timeout_s=TIMEOUT_S)
 
 
 @pytest.mark.timeout(0)  # a block waits for the blocks before it; each one's own run is limited to TIMEOUT_S
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_block(block: Block, runner: DocRunner) -> None:
-    result = runner.result(block)
+def test_block(block: Block, doc_runner: DocRunner) -> None:
+    result = doc_runner.result(block)
     SECONDS[block.id] = result.seconds
     if result.outcome == "skipped":
         pytest.skip(result.message)
