@@ -9,40 +9,12 @@ import pytest
 
 from sandgym.envs.grading import signal_scores
 from sandgym.tasks.suites import get_family
+from sandgym.tasks.suites.service_notify import NAIVE_WORKER  # auto-ack, no retry, no idempotency
 from sandgym.tasks.suites.service_queue import VARIANTS
 from sandgym.tasks.suites.service_tests import SIGNALS, TESTS
 
 FAM = get_family("coding", "service_queue")
 
-NAIVE_WORKER = '''"""A naive consumer: auto-ack on delivery, no retry, no idempotency."""
-import time
-
-from service import config, log
-from service.notify import notify
-from service.queue_client import QueueClient
-
-
-def run(idle_exit_s):
-    idle_since = time.monotonic()
-    with QueueClient(config.socket_path()) as queue:
-        while True:
-            got = queue.get(config.QUEUE, auto_ack=True)
-            if got is None:
-                if time.monotonic() - idle_since > idle_exit_s:
-                    return
-                time.sleep(0.02)
-                continue
-            _, msg = got
-            try:
-                notify(msg["id"], msg["record"])
-            except Exception as exc:
-                log.log("ERROR", f"notify failed: {exc}")
-            idle_since = time.monotonic()
-
-
-if __name__ == "__main__":
-    run(config.idle_exit_s())
-'''
 
 FAULT_TESTS = {"test_lost_consumer_crash_mid_message", "test_lost_transient_failure_retried",
                "test_dup_duplicate_delivery"}
