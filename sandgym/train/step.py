@@ -19,6 +19,7 @@ from sandgym.train.advantages import token_advantages
 from sandgym.train.config import AlgorithmConfig, TrainConfig
 from sandgym.train.conflict import ConflictStats, pairwise_cosines, pcgrad
 from sandgym.train.domains import DomainMixer
+from sandgym.train.head import head_logprobs, hidden_states_out
 from sandgym.train.loss import policy_loss, token_logprobs
 from sandgym.train.shared_prefix import (
     checkpointing_on,
@@ -122,18 +123,21 @@ def forward_logprobs(model: torch.nn.Module, batch: Batch, temperature: float) -
     The vocabulary projection runs only from the first position any row samples at (``logits_to_keep``), so
     the prompt's full-vocabulary logits are never built; positions before it get log-prob 0 (they are masked).
     A prefix shared by every row (``batch.shared_prefix``: a GRPO group's prompt) runs through the model once and
-    its KV cache serves every row; gradients flow through it as through separate copies.
+    its KV cache serves every row; gradients flow through it as through separate copies. The model returns hidden
+    states and the output head runs on a block of positions at a time (:mod:`sandgym.train.head`), so a long
+    episode's full-vocabulary logits and their gradient never exist at once.
     """
     b, n = batch.input_ids.shape
     sampled = batch.mask.any(0).nonzero()
     start = int(sampled[0]) if len(sampled) else n - 1
-    if usable(model, b, batch.shared_prefix):
-        logits = logits_after_shared_prefix(model, batch.input_ids, batch.attention_mask, batch.shared_prefix, start)
-    else:
-        out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
-                    logits_to_keep=n - start)
-        logits = out.logits[:, :-1]
-    lp = token_logprobs(logits, batch.targets[:, start:], temperature)
+    with hidden_states_out(model) as head:  # hidden states where the logits were: the head runs in blocks below
+        if usable(model, b, batch.shared_prefix):
+            out = logits_after_shared_prefix(model, batch.input_ids, batch.attention_mask, batch.shared_prefix, start)
+        else:
+            out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False,
+                        logits_to_keep=n - start).logits[:, :-1]
+    targets = batch.targets[:, start:]
+    lp = token_logprobs(out, targets, temperature) if head is None else head_logprobs(head, out, targets, temperature)
     if start == 0:
         return lp
     return torch.cat([lp.new_zeros((lp.shape[0], start)), lp], dim=1)

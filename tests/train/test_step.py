@@ -91,6 +91,7 @@ def _group(shared: int, first: int):
 def test_shared_prefix_runs_once_and_matches_the_full_forward(policy, shared, first, checkpointing):
     """The same log-probs and gradients with the prefix run once, with and without activation checkpointing (whose
     backward replays each layer: the prefix cache must give the replay what the first pass saw)."""
+    from sandgym.train.head import hidden_states_out
     from sandgym.train.shared_prefix import set_activation_checkpointing
     from sandgym.train.step import collate, forward_logprobs
 
@@ -102,6 +103,8 @@ def test_shared_prefix_runs_once_and_matches_the_full_forward(policy, shared, fi
                 p.normal_(0, 0.05, generator=torch.Generator().manual_seed(len(n)))
     batch = collate(_group(shared, first), pad_id=0)
     assert batch.shared_prefix == shared
+    with hidden_states_out(model):  # the output head's one-time probe, before the forward passes are counted
+        pass
     prefill_rows = []
     hook = model.get_base_model().register_forward_pre_hook(
         lambda _m, _a, kw: prefill_rows.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
