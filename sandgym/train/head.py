@@ -29,7 +29,8 @@ _PROBED = "_sandgym_head_ok"
 def causal_lm(model: torch.nn.Module) -> torch.nn.Module:
     """The transformers model under a DDP and/or PEFT wrapper."""
     model = getattr(model, "module", model) if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
+    unwrap = getattr(model, "get_base_model", None)
+    return unwrap() if callable(unwrap) else model
 
 
 def _head_slot(lm: torch.nn.Module) -> tuple[str, torch.nn.Linear] | None:
