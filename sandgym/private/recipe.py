@@ -57,6 +57,7 @@ lr = 5e-5
 steps = 4
 tasks_per_step = 4
 micro_batch = 4
+activation_checkpointing = true   # episodes run to thousands of tokens: without it a micro-batch needs ~10 GB
 
 [checkpoint]
 every = 2

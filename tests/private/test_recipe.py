@@ -20,6 +20,7 @@ def test_the_recipe_trains_on_train_and_scores_heldout(tmp_path: Path) -> None:
     assert domain.suite == f"{out.as_posix()}/tasks.jsonl:train" and domain.n_tasks == 9
     assert train.model.name == "my-model" and train.init == "sft"
     assert train.out_dir == f"{out.as_posix()}/train"
+    assert train.optim.activation_checkpointing  # repository episodes are thousands of tokens: ~1.5 GB, not ~10
     ev = load_eval_config(out / EVAL_NAME)
     assert ev.policy == train.out_dir and ev.baseline == "my-model"
     assert ev.suites == (f"{out.as_posix()}/tasks.jsonl:heldout",)
