@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from sandgym.train.loss import token_logprobs
+
 BLOCK_POSITIONS = 1024
 """Positions whose logits exist at once: 1,024 x 49,152 float32 logits are 200 MB."""
 
@@ -84,10 +86,8 @@ def hidden_states_out(model: torch.nn.Module) -> Iterator[torch.nn.Linear | None
 
 def _block_logprobs(hidden: torch.Tensor, targets: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                     temperature: float) -> torch.Tensor:
-    logits = torch.nn.functional.linear(hidden, weight, bias).float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    logits = torch.nn.functional.linear(hidden, weight, bias)
+    return token_logprobs(logits.unsqueeze(0), targets.unsqueeze(0), temperature)[0]
 
 
 def head_logprobs(head: torch.nn.Linear, hidden: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0,
