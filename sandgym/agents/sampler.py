@@ -275,9 +275,16 @@ def _row_kv(cache: DynamicCache, row: int, mask_row: torch.Tensor) -> PastKV:
     return PastKV(tuple((layer.keys[row][:, keep], layer.values[row][:, keep]) for layer in layers))
 
 
+def causal_lm(model: Any) -> Any:
+    """The transformers model under a DDP and/or PEFT wrapper (``model`` itself when it has neither)."""
+    model = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    unwrap = getattr(model, "get_base_model", None)
+    return unwrap() if callable(unwrap) else model
+
+
 def cache_kwarg(model: Any) -> str:
     """transformers >= 5.2x names the KV cache argument ``cache``; older versions ``past_key_values``."""
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = causal_lm(model)
     return "cache" if "cache" in inspect.signature(inner.forward).parameters else "past_key_values"
 
 

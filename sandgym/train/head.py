@@ -20,19 +20,13 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from sandgym.agents.sampler import causal_lm
 from sandgym.train.loss import token_logprobs
 
 BLOCK_POSITIONS = 1024
 """Positions whose logits exist at once: 1,024 x 49,152 float32 logits are 200 MB."""
 
 _PROBED = "_sandgym_head_ok"
-
-
-def causal_lm(model: torch.nn.Module) -> torch.nn.Module:
-    """The transformers model under a DDP and/or PEFT wrapper."""
-    model = getattr(model, "module", model) if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
-    unwrap = getattr(model, "get_base_model", None)
-    return unwrap() if callable(unwrap) else model
 
 
 def _head_slot(lm: torch.nn.Module) -> tuple[str, torch.nn.Linear] | None:

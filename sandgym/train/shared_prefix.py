@@ -24,7 +24,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from sandgym.agents.sampler import cache_kwarg, reusable_cache
+from sandgym.agents.sampler import cache_kwarg, causal_lm, reusable_cache
 
 MIN_SHARED_PREFIX = 16
 """Shorter common prefixes are not worth the extra forward call."""
@@ -109,7 +109,7 @@ def set_activation_checkpointing(model: Any, on: bool) -> None:
     no gradient). Layers keep the learner's :class:`PrefixLayer` cache under it: its replay is exact. With it on,
     :func:`~sandgym.train.step.learner_update` returns freed activations to the system while it runs
     (:func:`freed_memory_returned`)."""
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = causal_lm(model)
     new_api = hasattr(inner, "activation_checkpointing_enable")  # transformers >= 5.2x; older: gradient_*
     if on and new_api:
         inner.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
