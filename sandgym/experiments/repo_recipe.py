@@ -29,6 +29,8 @@ from sandgym.private.fromrepo import KINDS, REPORT_NAME, TASKS_NAME, FromRepoCon
 from sandgym.private.fromrepo import run as from_repo
 from sandgym.private.recipe import TRAIN_NAME, write_recipe
 
+RUN_NAME = "run"
+"""The recipe's training, evaluation and report go to ``DIR/run``."""
 DEFAULT_KINDS = ("reimplement", "bugfix", "locate")
 """What the recipe makes by default: every kind (``tasks from-repo`` alone makes the first two)."""
 
@@ -45,14 +47,16 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--out", required=True, help="output folder: tasks, train.toml, run/ (training, eval, report)")
     p.add_argument("--model", default="smollm2-135m", help="the model to train (a local directory or a cached hub "
                                                              "id; default smollm2-135m, the embedded one)")
-    p.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help=f"task kinds, comma list of {', '.join(KINDS)}")
+    p.add_argument("--kinds", default=",".join(DEFAULT_KINDS),
+                   help=f"task kinds, comma list of {', '.join(KINDS)} (default: all)")
     p.add_argument("--max-tasks", type=int, default=48, help="verified tasks to make at most (default 48)")
     p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of source files held out (0.3)")
     p.add_argument("--requirement", "-r", action="append", default=[], metavar="SPEC",
                    help="a package the project or its tests import (repeatable; as for tasks from-repo)")
     p.add_argument("--exclude-tests", action="append", default=[], metavar="GLOB",
-                   help="test files to leave out (repeatable)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds for the baseline test run")
+                   help="test files to leave out (repeatable); for the scrub and snapshot options of tasks "
+                        "from-repo, run it first into --out: the recipe reuses the tasks there")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds for the baseline test run (default 120)")
     p.add_argument("--seed", type=int, default=0, help="seed of the tasks, the split and the training")
     p.add_argument("--n-tasks", type=int, default=None, help="held-out tasks evaluated (default: all of them)")
     p.add_argument("--samples", type=int, default=2, help="samples per held-out task (default 2)")
@@ -67,7 +71,9 @@ def make_tasks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """Stage 1, or the report of an earlier run's tasks in ``out``; the train config is written when missing."""
     report_path = out / REPORT_NAME
     if (out / TASKS_NAME).is_file() and report_path.is_file():
-        print(f"[recipe] tasks: reusing {out / TASKS_NAME}", file=sys.stderr, flush=True)
+        print(f"[recipe] tasks: reusing {out / TASKS_NAME} (--kinds, --max-tasks, --heldout-fraction, -r and "
+              f"--exclude-tests apply only to a new --out; --model only when {out / TRAIN_NAME} is missing)",
+              file=sys.stderr, flush=True)
         report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
     else:
         kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
@@ -85,7 +91,8 @@ def make_tasks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                           "held-out tasks; the recipe needs both: raise --max-tasks, change --heldout-fraction, or "
                           f"see {report_path} for why candidates were discarded")
     if not (out / TRAIN_NAME).is_file():
-        write_recipe(out, model=args.model, n_train=splits["train"], n_heldout=splits["heldout"])
+        write_recipe(out, model=args.model, n_train=splits["train"], n_heldout=splits["heldout"],
+                     train_dir=(out / RUN_NAME / "train").as_posix())
     return report
 
 
@@ -93,10 +100,10 @@ def cmd_recipe_repo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"sandgym recipe repo: {args.path}, writing to {out} (tasks, {TRAIN_NAME}; training, evaluation and "
-          f"REPORT.md in {out / 'run'})", file=sys.stderr, flush=True)
+          f"REPORT.md in {out / RUN_NAME})", file=sys.stderr, flush=True)
     report = make_tasks(args, out)
     loop = argparse.Namespace(track=demo.DEFAULT_TRACK, full=False, config=str(out / TRAIN_NAME),
-                              out=str(out / "run"), n_tasks=args.n_tasks or report["made_by_split"]["heldout"],
+                              out=str(out / RUN_NAME), n_tasks=args.n_tasks or report["made_by_split"]["heldout"],
                               samples=args.samples, seeds=args.seeds, overrides=list(args.overrides),
                               relabel=not args.no_relabel)
     return demo.run(loop)

@@ -62,7 +62,7 @@ def add_from_repo(sub: Any) -> None:
     p.add_argument("--out", required=True, help="suite folder: tasks.jsonl + from_repo_report.json")
     p.add_argument("--kinds", default="reimplement,bugfix",
                    help="comma list of reimplement, bugfix, locate (a bug report; the agent searches the whole "
-                        "repository)")
+                        "repository); default reimplement,bugfix")
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many verified tasks")
     p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of source files held out (default 0.3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/heldout split of files and of the "
@@ -78,7 +78,7 @@ def add_from_repo(sub: Any) -> None:
     p.add_argument("--no-scrub", action="store_true", help="do not remove secrets (not recommended)")
     p.add_argument("--scrub-pattern", action="append", default=[], metavar="KIND=REGEX",
                    help="extra secret pattern (repeatable)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds for the baseline test run")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds for the baseline test run (default 120)")
     p.add_argument("--backend", default="local", help="sandbox backend (default: local)")
     p.add_argument("--requirement", "-r", action="append", default=[], metavar="SPEC",
                    help="a package the project or its tests import (repeatable; pip specifier, built once into a "

@@ -26,11 +26,12 @@ code_action = "none"       # multi-file workspaces: the agent edits files with t
 tools = {json.dumps(list(TOOLS))}"""
 
 
-def train_toml(out: str, model: str, n_train: int) -> str:
-    """The training config for the suite in ``out`` (paths as given, relative to where the commands run)."""
+def train_toml(out: str, model: str, n_train: int, run_dir: str) -> str:
+    """The training config for the suite in ``out``, training into ``run_dir`` (paths as given, relative to where
+    the commands run)."""
     return f"""# RL on the train split of the tasks `sandgym tasks from-repo` made in {out}.
 # Run: sandgym train {out}/{TRAIN_NAME}   (any key from the CLI: --set optim.steps=20; every key: docs/CONFIG.md)
-out_dir = {json.dumps(f"{out}/train")}
+out_dir = {json.dumps(run_dir)}
 seed = 0
 init = "sft"               # a warm start on oracle demonstrations (tool calls), then RL
 
@@ -72,15 +73,15 @@ lr = 2e-4
 """
 
 
-def eval_toml(out: str, model: str) -> str:
-    """The evaluation config: the trained run against its base model on the held-out split."""
+def eval_toml(out: str, model: str, run_dir: str, eval_dir: str) -> str:
+    """The evaluation config: the run in ``run_dir`` against its base model on the held-out split."""
     return f"""# The adapter trained by {out}/{TRAIN_NAME} against its base model, on the held-out split: tasks on source
 # files no training task targeted. Run: sandgym eval {out}/{EVAL_NAME}   (every key: docs/CONFIG.md)
-policy = {json.dumps(f"{out}/train")}       # the run directory: its newest whole checkpoint
+policy = {json.dumps(run_dir)}       # the run directory: its newest whole checkpoint
 baseline = {json.dumps(model)}
 suites = [{json.dumps(f"{out}/tasks.jsonl:heldout")}]
 samples = 2
-out = {json.dumps(f"{out}/eval")}
+out = {json.dumps(eval_dir)}
 
 [rollout]                  # the training's own rollout settings
 {_ROLLOUT}
@@ -88,16 +89,19 @@ temperature = 0.7
 """
 
 
-def write_recipe(out: str | Path, *, model: str, n_train: int, n_heldout: int) -> list[Path]:
+def write_recipe(out: str | Path, *, model: str, n_train: int, n_heldout: int,
+                 train_dir: str | None = None) -> list[Path]:
     """Write ``train.toml`` (when there are train tasks) and ``eval.toml`` (when there are held-out ones) into
-    ``out``; returns the paths written."""
+    ``out``; returns the paths written. The training goes to ``train_dir`` (default ``out/train``; ``sandgym recipe
+    repo`` trains in ``out/run/train``), the evaluation to ``out/eval``."""
     folder = Path(out)
     name = folder.as_posix()
+    run_dir = train_dir or f"{name}/train"
     written = []
     if n_train:
-        (folder / TRAIN_NAME).write_text(train_toml(name, model, n_train), encoding="utf-8")
+        (folder / TRAIN_NAME).write_text(train_toml(name, model, n_train, run_dir), encoding="utf-8")
         written.append(folder / TRAIN_NAME)
     if n_heldout:
-        (folder / EVAL_NAME).write_text(eval_toml(name, model), encoding="utf-8")
+        (folder / EVAL_NAME).write_text(eval_toml(name, model, run_dir, f"{name}/eval"), encoding="utf-8")
         written.append(folder / EVAL_NAME)
     return written

@@ -37,6 +37,13 @@ def test_recipe_runs_every_stage_and_resumes(tmp_path: Path, tiny_model_dir: Any
     sft = json.loads((run / "eval" / "sft" / "metrics.json").read_text())
     assert sft["policy"]["spec"].endswith("relabel/adapter")  # the SFT policy scored is the relabelled one
     assert "RL over SFT" in (run / "REPORT.md").read_text()
+    # the configs written beside the tasks name where the recipe trained: `sandgym eval DIR/eval.toml` rescores it
+    from sandgym.evaluate.config import load_eval_config
+    from sandgym.train.config import load_config
+
+    ev = load_eval_config(out / "eval.toml")
+    assert load_config(out / "train.toml").out_dir == ev.policy == (run / "train").as_posix()
+    assert ev.out == (out / "eval").as_posix() and not (out / "eval").exists()
     capsys.readouterr()
     assert main(args) == 0  # every stage is found done
     assert "tasks: reusing" in capsys.readouterr().err
