@@ -123,7 +123,8 @@ def test_track_all_refuses_one_config_for_every_track(tmp_path):
         main(["--track", "all", "--config", "examples/quickstart.toml", "--out", str(tmp_path)])
 
 
-def _lc_rows(rate_by_length: dict[int, float], n_tasks: int = 10, samples: int = 2) -> list[EpisodeRow]:
+def _lc_rows(rate_by_length: dict[int, float], n_tasks: int = 10, samples: int = 2,
+             families: tuple[str, str] = ("needle", "aggregation")) -> list[EpisodeRow]:
     """Long-context episodes: per document length, a share of tasks solved (the same task ids for every policy)."""
     rows = []
     for length, p in rate_by_length.items():
@@ -131,7 +132,7 @@ def _lc_rows(rate_by_length: dict[int, float], n_tasks: int = 10, samples: int =
             for s in range(samples):
                 ok = t < p * n_tasks
                 rows.append(EpisodeRow(seed=0, task_id=f"needle-{t}-t{length}", domain="long_context",
-                                       family="needle" if t % 2 else "aggregation", unseen=t % 2 == 0, sample=s,
+                                       family=families[t % 2 == 0], unseen=t % 2 == 0, sample=s,
                                        success=ok, reward=float(ok), failure_mode="success" if ok else "wrong_answer",
                                        turns=2, gen_tokens=10, sandbox_s=0.1, truncated=False, infra_failure=False,
                                        doc_tokens=length))
@@ -156,6 +157,24 @@ def test_long_context_track_evaluates_each_length_and_reports_rl_per_length(tmp_
     assert metrics["sft_rl"]["by_length_pooled"]["4K+"]["completion"]["value"] == pytest.approx(0.6)
     assert "Per document length, RL over SFT: 1K +0.000" in text and "8K +0.600" in text and "4K+ +0.400" in text
     assert "## By document length" in (tmp_path / "REPORT.md").read_text()
+
+
+def test_bug_reports_are_reported_by_repository_size(tmp_path):
+    """A repository's bug reports (``repo_locate``: ``doc_tokens`` is the workspace's size) are grouped like documents
+    but named for what they are."""
+    from sandgym.experiments.demo import TRACKS
+
+    cfg = eval_config(load_config(str(TRACKS["long_context"])), tmp_path, n_tasks=10, samples=2, seeds=1)
+    fams = ("repo_locate", "repo_locate")
+    rows = {name: _lc_rows({16000: p, 64000: 0.0}, families=fams) for name, p in (("base", 0.0), ("sft", 0.2),
+                                                                                  ("sft_rl", 0.4))}
+    for name in rows:
+        (tmp_path / name).mkdir()
+    text, metrics = report(tmp_path, cfg, rows, {}, {"base": "b", "sft": "s", "sft_rl": "r"})
+    assert metrics["base"]["length_subject"] == "repository size"
+    assert "Per repository size, RL over SFT: 16K +0.200" in text and "document" not in text
+    md = (tmp_path / "REPORT.md").read_text()
+    assert "## By repository size" in md and "held-out bug reports" in md and "document length" not in md
 
 
 def test_make_demo_runs_the_tests_as_spec_track_at_its_quick_size():

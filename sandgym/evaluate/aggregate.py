@@ -132,6 +132,13 @@ def with_pooled(m: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {**(m.get(key) or {}), **(m.get(f"{key}_pooled") or {})}
 
 
+def length_subject(rows: Sequence[EpisodeRow]) -> str:
+    """What :func:`by_length` groups by: ``"document length"`` (long-context tasks), ``"repository size"`` (bug
+    reports searched across a whole repository, ``repo_*`` families), or both."""
+    kinds = {"repository size" if r.family.startswith("repo_") else "document length" for r in rows if r.doc_tokens}
+    return " / ".join(sorted(kinds)) or "document length"
+
+
 def by_length(rows: Sequence[EpisodeRow], samples: int) -> dict[str, Any]:
     """Completion per document length (long-context tasks), shortest first; empty when no task has a document."""
     return {b: summarize(group, samples) for b, group in length_groups(rows).items()}
@@ -176,6 +183,7 @@ def aggregate(
     m["behaviour"] = behaviour(rows)
     m["by_length"] = by_length(rows, samples)
     m["by_length_pooled"] = by_length_pooled(rows, samples)
+    m["length_subject"] = length_subject(rows)
     m["cost"] = cost(rows)
     m["infra_failures"] = sum(r.infra_failure for r in rows)
     m["task_errors"] = sum(r.failure_mode == "task_error" for r in rows)

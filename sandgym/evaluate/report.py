@@ -47,14 +47,15 @@ def length_blocks(m: dict[str, Any], with_plots: bool) -> tuple[Block, ...]:
         return f"{format_interval(g['diff'], signed=True)} ({format_p(g['p_value'])})" if g else "n/a"
 
     # each length, then the pooled "4K+" rows (that length and every longer one)
-    table = Table(("document length", "completion", "tasks", "baseline", "paired gain"), tuple(
+    subject = m.get("length_subject", "document length")
+    table = Table((subject, "completion", "tasks", "baseline", "paired gain"), tuple(
         (b, format_interval(s.get("completion")), str(s.get("tasks", 0)),
          format_interval(base.get(b, {}).get("completion")), gain(b))
         for b, s in with_pooled(m, "by_length").items()))
     series: list[Series] = [("candidate", [s.get("completion") for s in cand.values()])]
     if base:
         series.append(("baseline", [base.get(b, {}).get("completion") for b in cand]))
-    fig = bar_figure("completion by document length (95% CI)", list(cand), series) if with_plots else None
+    fig = bar_figure(f"completion by {subject} (95% CI)", list(cand), series) if with_plots else None
     return (table, *((fig,) if fig else ()))
 
 
@@ -149,7 +150,7 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True, episodes: Sequen
         Section("Headline", headline),
         Section("By domain", (by_domain, *fig("domains"))),
         Section("By family", (by_family,)),
-        Section("By document length", length_blocks(m, with_plots)),
+        Section(f"By {m.get('length_subject', 'document length')}", length_blocks(m, with_plots)),
         Section("Stability", (stability, Text(
             f"Consistency (all K samples agree): {format_interval(ov.get('consistency'))}. Completion by seed: "
             + ", ".join(f"seed {k} {format_number(v)}" for k, v in seeds["completion_by_seed"].items())

@@ -180,7 +180,7 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
     verdict = f"RL over SFT on held-out trained families: {gain(rl)}. " + rl_verdict(rl)
     lengths = with_pooled(metrics["rl_vs_sft"], "gain_by_length")
     if lengths:
-        verdict += " Per document length, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
+        verdict += f" Per {metrics['base'].get('length_subject', 'document length')}, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
     shifted = [f"{name.replace('_', ' ')} {gain(g)}" for name, g in
                (metrics["rl_vs_sft"].get("behaviour_gain") or {}).items()
                if name in ("recovery", "verify_before_submit") and runs_tests(cfg.rollout)
@@ -227,6 +227,10 @@ def runs_tests(rollout: Any) -> bool:
     return can_run_tests(rollout.code_action, rollout.tools)
 
 
+LENGTH_TASKS = {"document length": "long-context tasks",
+                "repository size": "bug reports (the tokens of the whole workspace the agent searches)"}
+
+
 def length_table(metrics: dict[str, Any]) -> Table | None:
     """Per document length: each policy's completion and RL's paired change over SFT; None without documents."""
     if not metrics["base"].get("by_length"):
@@ -253,6 +257,7 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
     browser = episodes_section([PolicyEpisodes(label, tuple(episodes.get(name, ())), read_prompts(Path(cfg.out) / name))
                                 for name, label in POLICIES])
     behaviours, lengths = behaviour_table(cfg, metrics), length_table(metrics)
+    subject = metrics["base"].get("length_subject", "document length")
     fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
                      [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])
                       for name, label in POLICIES])
@@ -263,10 +268,11 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
                  f"{len(cfg.seeds)} seeds; 95% bootstrap intervals over tasks; gains paired over the same tasks and "
                  "seeds."),
             *((fig,) if fig else ()))),
-        *((Section("By document length", (lengths, Text(
-            "Completion on the held-out long-context tasks per document length (trained and unseen families "
-            "together), 95% intervals over tasks; RL over SFT paired over the same tasks and seeds. A column such "
-            "as 4K+ pools that length and every longer one (the tasks a claim about >= 4K tokens is tested on).")))
+        *((Section(f"By {subject}", (lengths, Text(
+            f"Completion on the held-out {LENGTH_TASKS.get(subject, 'tasks')} per {subject} (trained and unseen "
+            "families together), 95% intervals over tasks; RL over SFT paired over the same tasks and seeds. A "
+            "column such as 4K+ pools that size and every larger one (the tasks a claim about >= 4K tokens is "
+            "tested on).")))
            ,) if lengths is not None else ()),
         *((Section("Behaviour", (behaviours, Text(
             ("first attempt pass: the first visible-test run passed; recovery: of the episodes whose first run "
