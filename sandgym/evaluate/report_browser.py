@@ -131,7 +131,7 @@ def browser_block(policies: Sequence[PolicyEpisodes], limit: int = FIELD_CHARS) 
     md = (f"report.html has an episode browser: {n} episodes of {names}, each turn's text, tool calls and "
           "observations, filterable by family, outcome and failure mode"
           + (", with two policies side by side on the same task and seed" if len(policies) > 1 else "")
-          + f". Text fields longer than {limit:,} characters are cut there ({data['cut']} were); episodes.jsonl "
+          + f". Text fields longer than {limit:,} characters are cut there ({data['cut']} {'was' if data['cut'] == 1 else 'were'}); episodes.jsonl "
           "has them whole.")
     return Embed(page, BROWSER_CSS, (md,))
 
