@@ -103,7 +103,9 @@ class OracleAgent(_PlanAgent):
         turns: list[str] = []
         edit = task.metadata.get("edit")
         if ref.files and isinstance(edit, Mapping):
-            return edit_plan(edit, task.metadata.get("search"))
+            path = str(edit.get("path", ""))
+            return edit_plan(edit, task.metadata.get("search"), function=str(task.metadata.get("function", "")),
+                             source=task.files.get(path, "") if isinstance(task.files.get(path), str) else "")
         if ref.files:
             entry = str(task.metadata.get("entry_file", "solution.py"))
             look = call("list_files")
@@ -119,16 +121,45 @@ class OracleAgent(_PlanAgent):
         return turns
 
 
-def edit_plan(edit: Mapping[str, Any], search: Any = None) -> list[str]:
-    """A repository task (from-repo's ``metadata["edit"]``): find the place (grep the project for the definition,
-    ``metadata["search"]``, when the prompt does not say where; else look at the files), read around the line, undo
-    the change with one ``edit_file``, submit. Never a whole-file write: a model's window may not hold the file."""
+READ_WINDOW = 30
+"""Lines a repository demonstration reads per ``read_file`` (a 135M model's window holds a few of them)."""
+
+
+def edit_plan(edit: Mapping[str, Any], search: Any = None, *, function: str = "", source: str = "") -> list[str]:
+    """A repository task (from-repo's ``metadata["edit"]``): find the definition with a grep (``metadata["search"]``
+    across the project for a bug report; ``def <function>`` in the file the prompt names otherwise), read from the
+    line the grep shows, :data:`READ_WINDOW` lines at a time until the changed lines are in view, undo the change
+    with one ``edit_file``, submit. Every argument comes from the prompt or an earlier observation, so a model that
+    imitates the demonstration can choose them. Never a whole-file write: a model's window may not hold the file.
+    Without the definition in ``source`` (the workspace's copy of the file) it lists the files and reads around
+    the change."""
     path, line = str(edit["path"]), int(edit["line"])
-    read = call("read_file", path=path, start_line=max(1, line - 12), end_line=line + 12)
     fix = [call("edit_file", path=path, old=str(edit["old"]), new=str(edit["new"])), call("submit", answer="done")]
-    if isinstance(search, Mapping) and search.get("grep"):  # where to read comes from what the grep shows
-        return [call("grep", pattern=str(search["grep"]), path="."), read, *fix]
-    return [call("list_files") + "\n" + read, *fix]  # the prompt names the file: look and read in one turn
+    pattern, where = ((str(search["grep"]), ".") if isinstance(search, Mapping) and search.get("grep")
+                      else (rf"def {re.escape(function.rsplit('.', 1)[-1])}\b", path) if function else ("", path))
+    old, at = str(edit["old"]), source.find(str(edit["old"])) if source else -1
+    first = source.count("\n", 0, at) + 1 if at >= 0 else line  # the lines the edit's old text spans
+    last = first + old.rstrip("\n").count("\n")
+    start = _match_before(source, pattern, first)
+    if start is None or last - start >= MAX_READ_WINDOWS * READ_WINDOW:
+        read = call("read_file", path=path, start_line=max(1, line - 12), end_line=line + 12)
+        look = call("grep", pattern=pattern, path=where) if where == "." else call("list_files")
+        return [look, read, *fix] if where == "." else [look + "\n" + read, *fix]
+    reads = [call("read_file", path=path, start_line=n, end_line=n + READ_WINDOW - 1)
+             for n in range(start, last + 1, READ_WINDOW)]
+    return [call("grep", pattern=pattern, path=where), *reads, *fix]
+
+
+MAX_READ_WINDOWS = 4
+"""A definition further above the change than this many windows is read around the change instead."""
+
+
+def _match_before(source: str, pattern: str, line: int) -> int | None:
+    """The last 1-based line at or before ``line`` where ``pattern`` (as ``grep -E`` reads it) matches ``source``."""
+    if not source or not pattern:
+        return None
+    rx = re.compile(pattern)
+    return max((n for n, text in enumerate(source.splitlines()[:line], 1) if rx.search(text)), default=None)
 
 
 def search_plan(task: Task) -> list[str]:

@@ -49,6 +49,41 @@ def test_oracle_searches_and_fixes_noop_fails(located: FromRepoResult) -> None:
     assert all('"write_file"' not in t for t in plan)
 
 
+def test_every_demonstrated_argument_comes_from_the_prompt_or_an_observation(tmp_path: Path) -> None:
+    """The oracle's demonstrations are what a model imitates: it greps for the definition (the function a
+    re-implementation names, the test a bug fix names, the report a bug report gives), then reads from a line the grep
+    showed, a window at a time, and edits; no read starts at a line nothing before it showed."""
+    import json
+    import re
+
+    from sandgym.envs.builtin_tools import builtin_tools
+    from sandgym.envs.tool_env import ToolEnv
+
+    sandbox_or_skip()
+    made = run(FromRepoConfig(repo=str(FIXTURE), out=str(tmp_path), kinds=("reimplement", "bugfix", "locate"),
+                              seed=0, max_tasks=9))
+    assert {t.family for t in made.tasks} == {"repo_reimplement", "repo_bugfix", "repo_locate"}
+    tools = builtin_tools(["list_files", "read_file", "grep", "edit_file", "write_file", "submit"])
+    env = ToolEnv(tasks=list(made.tasks), reuse_sandbox=True, tools=tools)
+    try:
+        for task in made.tasks:
+            result = run_episode(env, OracleAgent(), task)
+            assert result.success, task.id
+            shown: set[int] = set()  # line numbers the episode's observations showed so far
+            for msg in result.messages:
+                if msg["role"] == "assistant":
+                    for call in re.findall(r"<tool_call>(.*?)</tool_call>", msg["content"], re.S):
+                        args = json.loads(call)["arguments"]
+                        if "start_line" in args:
+                            assert args["start_line"] in shown, (task.id, args, sorted(shown))
+                            shown.add(args["end_line"] + 1)  # the next window starts where this one ends
+                else:
+                    shown |= {int(n) for n in re.findall(r"^[^\s:]+\.py:(\d+):", msg["content"], re.M)}
+            assert '"grep"' in OracleAgent().plan(task)[0], task.id
+    finally:
+        env.close()
+
+
 def test_bug_report_keeps_the_test_line_and_errors_without_paths() -> None:
     message = ("    def test_add():\n>       assert add(2, 3) == 5\nE       assert -1 == 5\nE        +  where -1 = add(2, 3)\n"
                "\nminicalc/arith.py:4: in add\n    return a - b\nE   File \"/workspace/minicalc/arith.py\", line 4\n"
