@@ -150,8 +150,9 @@ def edit_plan(edit: Mapping[str, Any], search: Any = None, *, function: str = ""
     return [call("grep", pattern=pattern, path=where), *reads, *fix]
 
 
-MAX_READ_WINDOWS = 4
-"""A definition further above the change than this many windows is read around the change instead."""
+MAX_READ_WINDOWS = 3
+"""A definition further above the change than this many windows is read around the change instead (a grep, three
+reads, the edit and the submit fit the recipe's 6 turns)."""
 
 
 def _match_before(source: str, pattern: str, line: int) -> int | None:
