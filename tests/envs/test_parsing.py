@@ -114,7 +114,10 @@ def test_code_action_python_runs_the_block(fake_factory) -> None:
 
 
 def test_code_action_submit_writes_entry_file_and_grades(fake_factory) -> None:
-    env = _env(fake_factory, code_action="submit")
+    from sandgym.envs.rewards import RewardConfig
+
+    # a loaded machine can stretch the sandbox's wall time past the runtime reward's latency budget: not under test
+    env = _env(fake_factory, code_action="submit", reward_config=RewardConfig(latency_budget_s=1e6))
     code = "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```"
     _, reward, terminated, _, info = env.step(code)
     assert terminated and reward == pytest.approx(1.0)
