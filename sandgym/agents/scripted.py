@@ -103,9 +103,9 @@ class OracleAgent(_PlanAgent):
         turns: list[str] = []
         edit = task.metadata.get("edit")
         if ref.files and isinstance(edit, Mapping):
-            path = str(edit.get("path", ""))
+            source = task.files.get(str(edit.get("path", "")))
             return edit_plan(edit, task.metadata.get("search"), function=str(task.metadata.get("function", "")),
-                             source=task.files.get(path, "") if isinstance(task.files.get(path), str) else "")
+                             source=source if isinstance(source, str) else "")
         if ref.files:
             entry = str(task.metadata.get("entry_file", "solution.py"))
             look = call("list_files")

@@ -139,6 +139,11 @@ def length_subject(rows: Sequence[EpisodeRow]) -> str:
     return " / ".join(sorted(kinds)) or "document length"
 
 
+def subject_of(m: Mapping[str, Any]) -> str:
+    """A policy's metrics' :func:`length_subject` (metrics written before it existed: ``"document length"``)."""
+    return str(m.get("length_subject", "document length"))
+
+
 def by_length(rows: Sequence[EpisodeRow], samples: int) -> dict[str, Any]:
     """Completion per document length (long-context tasks), shortest first; empty when no task has a document."""
     return {b: summarize(group, samples) for b, group in length_groups(rows).items()}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sandgym.evaluate.aggregate import with_pooled
+from sandgym.evaluate.aggregate import subject_of, with_pooled
 from sandgym.evaluate.report_browser import PolicyEpisodes, episodes_at_hand, episodes_section
 from sandgym.evaluate.report_writer import (
     PALETTE,
@@ -47,7 +47,7 @@ def length_blocks(m: dict[str, Any], with_plots: bool) -> tuple[Block, ...]:
         return f"{format_interval(g['diff'], signed=True)} ({format_p(g['p_value'])})" if g else "n/a"
 
     # each length, then the pooled "4K+" rows (that length and every longer one)
-    subject = m.get("length_subject", "document length")
+    subject = subject_of(m)
     table = Table((subject, "completion", "tasks", "baseline", "paired gain"), tuple(
         (b, format_interval(s.get("completion")), str(s.get("tasks", 0)),
          format_interval(base.get(b, {}).get("completion")), gain(b))
@@ -150,7 +150,7 @@ def build_report(m: dict[str, Any], *, with_plots: bool = True, episodes: Sequen
         Section("Headline", headline),
         Section("By domain", (by_domain, *fig("domains"))),
         Section("By family", (by_family,)),
-        Section(f"By {m.get('length_subject', 'document length')}", length_blocks(m, with_plots)),
+        Section(f"By {subject_of(m)}", length_blocks(m, with_plots)),
         Section("Stability", (stability, Text(
             f"Consistency (all K samples agree): {format_interval(ov.get('consistency'))}. Completion by seed: "
             + ", ".join(f"seed {k} {format_number(v)}" for k, v in seeds["completion_by_seed"].items())

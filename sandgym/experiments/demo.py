@@ -34,7 +34,7 @@ from typing import Any
 from sandgym.agents.models import ensure_embedded_model, is_embedded
 from sandgym.configs import to_dict, to_toml
 from sandgym.errors import ConfigError, SandgymError
-from sandgym.evaluate.aggregate import aggregate, with_pooled
+from sandgym.evaluate.aggregate import aggregate, subject_of, with_pooled
 from sandgym.evaluate.config import EvalConfig
 from sandgym.evaluate.episodes import EpisodeRow, read_prompts, read_rows
 from sandgym.evaluate.manifest import build_manifest
@@ -180,7 +180,7 @@ def attribution_table(cfg: EvalConfig, metrics: dict[str, Any]) -> tuple[Table, 
     verdict = f"RL over SFT on held-out trained families: {gain(rl)}. " + rl_verdict(rl)
     lengths = with_pooled(metrics["rl_vs_sft"], "gain_by_length")
     if lengths:
-        verdict += f" Per {metrics['base'].get('length_subject', 'document length')}, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
+        verdict += f" Per {subject_of(metrics['base'])}, RL over SFT: " + "; ".join(f"{b} {gain(g)}" for b, g in lengths.items()) + "."
     shifted = [f"{name.replace('_', ' ')} {gain(g)}" for name, g in
                (metrics["rl_vs_sft"].get("behaviour_gain") or {}).items()
                if name in ("recovery", "verify_before_submit") and runs_tests(cfg.rollout)
@@ -257,7 +257,7 @@ def demo_report(cfg: EvalConfig, metrics: dict[str, Any], timings: dict[str, flo
     browser = episodes_section([PolicyEpisodes(label, tuple(episodes.get(name, ())), read_prompts(Path(cfg.out) / name))
                                 for name, label in POLICIES])
     behaviours, lengths = behaviour_table(cfg, metrics), length_table(metrics)
-    subject = metrics["base"].get("length_subject", "document length")
+    subject = subject_of(metrics["base"])
     fig = bar_figure("held-out completion by policy (95% CI)", ["trained families", "unseen families"],
                      [(label, [metrics[name]["transfer"][g].get("completion") for g in ("trained", "unseen")])
                       for name, label in POLICIES])
