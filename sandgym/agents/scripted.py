@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from sandgym.envs.parsing import parse_turn
+from sandgym.tasks.definitions import definition_source
 from sandgym.tasks.mutations import bug_mutations, find_targets
 from sandgym.tasks.task import Task
 
@@ -96,6 +97,10 @@ class OracleAgent(_PlanAgent):
         if ref is None:
             raise ValueError(f"task {task.id} has no reference; the oracle needs reference files or an answer")
         entry = str(task.metadata.get("entry_file", "solution.py"))
+        definition = task.metadata.get("definition")
+        if self.style in ("code", "fix") and definition and entry in ref.files:  # one function of a module
+            block = fenced(definition_source(ref.files[entry], str(definition)))
+            return [block] if self.style == "code" else [block, "SUBMIT"]
         if self.style == "code" and set(ref.files) == {entry}:
             return [fenced(ref.files[entry])]
         if self.style == "fix" and set(ref.files) == {entry}:

@@ -10,9 +10,9 @@ import re
 from sandgym.envs.context import ToolContext
 from sandgym.envs.grading import isolation_kwargs
 from sandgym.envs.tools import Tool, ToolError
-from sandgym.sandbox.protocol import ExecResult
+from sandgym.sandbox.protocol import ExecResult, failure_summary, report_lines
 
-__all__ = ["BUILTIN_TOOLS", "builtin_tools", "format_exec"]
+__all__ = ["BUILTIN_TOOLS", "builtin_tools", "failure_summary", "format_exec"]
 
 READ_PAGE_LINES = 200
 GREP_MAX_MATCHES = 50
@@ -164,32 +164,16 @@ def run_tests(ctx: ToolContext) -> str:
     tests = dict(ctx.task.visible_tests)
     if not tests:
         return "This task has no visible tests; the hidden tests decide once you submit."
-    expected = max(1, sum(len(re.findall(r"^\s*def test_", src, re.M)) for src in tests.values()))
+    # a repository's tests (parametrised, in classes) say how many instances they run; otherwise count the defs
+    expected = int(ctx.task.metadata.get("visible_expected") or 0) or max(
+        1, sum(len(re.findall(r"^\s*def test_", src, re.M)) for src in tests.values()))
     report = ctx.sandbox.run_tests(tests, expected=expected, timeout=ctx.task.limits.exec_timeout_s,
                                    **isolation_kwargs(ctx.task))
     if report.exec is not None:
         ctx.stats.record(report.exec)
     ctx.visible_results.append(report.report_found and report.passed >= report.expected
                                and all(o.outcome == "passed" for o in report.outcomes))
-    lines = [f"Visible tests: {report.passed} passed, {report.expected - report.passed} not passed "
-             f"(of {report.expected})."]
-    if not report.report_found:
-        tail = (report.exec.stderr or report.exec.stdout)[-600:] if report.exec else ""
-        lines.append("The test run produced no report (crash, exit or timeout)." + (f"\n{tail}" if tail else ""))
-    for o in report.outcomes:
-        if o.outcome != "passed":
-            lines.append(f"{o.outcome.upper()} {o.name.split('::', 1)[-1]}: {failure_summary(o.message)}")
-    return "\n".join(lines)
-
-
-def failure_summary(message: str, limit: int = 300) -> str:
-    """The lines of a pytest failure an agent acts on: the failing source line (``>``) and the first error line
-    (``E``), e.g. ``assert stretch('ab') == 'aabb' | AssertionError: assert 'aaabbb' == 'aabb'``. A message
-    without them (a collection error, a crash) is kept whole, up to ``limit`` characters."""
-    src = next((ln[1:].strip() for ln in message.splitlines() if ln.startswith(">")), "")
-    err = next((ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ") and ln[1:].strip()), "")
-    text = " | ".join(x for x in (src, err) if x) or message.strip()
-    return text[:limit]
+    return "\n".join(report_lines(report))
 
 
 def submit(ctx: ToolContext, answer: str = "done") -> str:

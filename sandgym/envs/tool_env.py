@@ -18,6 +18,7 @@ import gymnasium as gym
 
 from sandgym.envs.builtin_tools import builtin_tools
 from sandgym.envs.context import ToolContext
+from sandgym.envs.definitions import WRITE_DEFINITION
 from sandgym.envs.evidence import declared_evidence, evidence_turn_v1
 from sandgym.envs.grading import grade
 from sandgym.envs.mcp_tools import McpServer, McpTools, parse_servers
@@ -37,7 +38,7 @@ __all__ = ["ToolEnv", "CodeAction", "DOMAIN_DESCRIPTIONS", "CHANGING_TOOLS", "SU
 
 log = logging.getLogger(__name__)
 CodeAction = Literal["python", "submit", "test"] | None
-CHANGING_TOOLS = frozenset({"write_file", "edit_file", "python", "bash"})
+CHANGING_TOOLS = frozenset({"write_file", "edit_file", "write_definition", "python", "bash"})
 """Tools that may change the workspace: after one, the code is untested until the next ``run_tests``."""
 SUBMIT_WORD = re.compile(r"^\W*submit\W*$", re.IGNORECASE | re.MULTILINE)
 """In ``code_action="test"``, a turn with no code block and no tool call with a line that is just ``SUBMIT``
@@ -175,7 +176,8 @@ class ToolEnv(gym.Env[str, str]):
         self.mcp_servers = parse_servers(mcp_servers, "mcp_servers")
         self._mcp: McpTools | None = None
         # Code actions run through these built-ins even when the agent is not offered them as tools.
-        self._code_action_tools = ToolSet(builtin_tools(["python", "write_file", "run_tests", "submit"]))
+        self._code_action_tools = ToolSet([*builtin_tools(["python", "write_file", "run_tests", "submit"]),
+                                           WRITE_DEFINITION])
         self.code_action: CodeAction = code_action
         if reward_config is None:
             reward_config = RewardConfig(weights=reward_weights) if reward_weights else RewardConfig()
@@ -236,13 +238,14 @@ class ToolEnv(gym.Env[str, str]):
         ]
         if self.code_action == "python":
             lines.append("A reply with only a ```python code block runs that code with the python tool.")
-        elif self.code_action == "submit":
+        elif self.code_action in ("submit", "test"):
             entry = task.metadata.get("entry_file", "solution.py")
-            lines.append(f"A reply with only a ```python code block saves it as {entry} and submits.")
-        elif self.code_action == "test":
-            entry = task.metadata.get("entry_file", "solution.py")
-            lines.append(f"A reply with only a ```python code block saves it as {entry} and runs the visible tests; "
-                         "a reply SUBMIT submits.")
+            definition = task.metadata.get("definition")
+            saves = (f"replaces `{definition}` in {entry} with the definition of that name in it" if definition
+                     else f"saves it as {entry}")
+            lines.append(f"A reply with only a ```python code block {saves} and "
+                         + ("submits." if self.code_action == "submit" else
+                            "runs the visible tests; a reply SUBMIT submits."))
         lines.append("When finished, call submit (the answer to a question, or \"done\" after coding).")
         lines.append("Tools:\n" + self.toolset.render())
         return "\n".join(lines)
@@ -489,8 +492,13 @@ class ToolEnv(gym.Env[str, str]):
         if self.code_action == "python":
             return [ToolCall("python", {"code": code}, raw=code, code_action=True)]
         last = "run_tests" if self.code_action == "test" else "submit"
+        definition = ctx.task.metadata.get("definition")
+        write = (ToolCall("write_definition", {"path": ctx.entry_file, "name": str(definition), "code": code},
+                          raw=code, code_action=True) if definition
+                 else ToolCall("write_file", {"path": ctx.entry_file, "content": code + "\n"}, raw=code,
+                               code_action=True))
         return [
-            ToolCall("write_file", {"path": ctx.entry_file, "content": code + "\n"}, raw=code, code_action=True),
+            write,
             ToolCall(last, {} if last == "run_tests" else {"answer": "done"}, raw=code, code_action=True),
         ]
 

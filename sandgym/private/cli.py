@@ -13,7 +13,7 @@ from typing import Any
 
 from sandgym.private.calibrate import calibrate, load_judge_policy, load_labelled
 from sandgym.private.feedback import RewardMapping, import_feedback
-from sandgym.private.fromrepo import REPORT_NAME, TASKS_NAME, FromRepoConfig, run
+from sandgym.private.fromrepo import DEFAULT_KINDS, KINDS, REPORT_NAME, TASKS_NAME, FromRepoConfig, run
 from sandgym.private.judge import JudgeReward
 from sandgym.private.recipe import TRAIN_NAME, write_recipe
 from sandgym.private.scrub import parse_patterns
@@ -60,9 +60,10 @@ def add_from_repo(sub: Any) -> None:
     p = sub.add_parser("from-repo", help="synthesise verified tasks from a local Python repo and its pytest suite")
     p.add_argument("path", help="root of the repository")
     p.add_argument("--out", required=True, help="suite folder: tasks.jsonl + from_repo_report.json")
-    p.add_argument("--kinds", default="reimplement,bugfix",
-                   help="comma list of reimplement, bugfix, locate (a bug report; the agent searches the whole "
-                        "repository); default reimplement,bugfix")
+    p.add_argument("--kinds", default=",".join(DEFAULT_KINDS),
+                   help=f"comma list of {', '.join(KINDS)}, easiest first (complete and fix: one definition, "
+                        "answered with a code block; locate: a bug report, the agent searches the whole repository); "
+                        f"default {','.join(DEFAULT_KINDS)}")
     p.add_argument("--max-tasks", type=int, default=None, help="stop after this many verified tasks")
     p.add_argument("--heldout-fraction", type=float, default=0.3, help="share of source files held out (default 0.3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/heldout split of files and of the "

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import ConfigError, SandboxError, TaskError
+from sandgym.private.rungs import LADDER, PREFIX_CUTS, RUNGS, TURNS, complete_prompt, fix_prompt
 from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import (
     DEFAULT_MAX_DATA_BYTES,
@@ -35,6 +36,7 @@ from sandgym.private.snapshot import (
 )
 from sandgym.sandbox.factory import make_sandbox
 from sandgym.sandbox.protocol import Limits, Sandbox, TestReport
+from sandgym.tasks.definitions import DefinitionError
 from sandgym.tasks.load import save_jsonl
 from sandgym.tasks.mutations import Mutation, Target, bug_mutations, find_targets, remove_body
 from sandgym.tasks.suites.long_context import CHARS_PER_TOKEN
@@ -42,10 +44,13 @@ from sandgym.tasks.task import Isolation, Reference, Task, TaskLimits, Verifier,
 
 log = logging.getLogger(__name__)
 
-KINDS: tuple[str, ...] = ("reimplement", "bugfix", "locate")
-"""``reimplement`` (a body removed; the prompt names the function), ``bugfix`` (one small mutation; the prompt names
-the file and the failing tests), ``locate`` (one small mutation; the prompt is a bug report: a failing test's name
-and what it printed, never the file or the function: the agent searches the whole repository)."""
+KINDS: tuple[str, ...] = LADDER
+"""Easiest first (``sandgym.private.rungs``): ``complete`` (the module around a definition in the prompt, its body
+cut out; one code block), ``fix`` (the definition with one small bug and the failing test run in the prompt; code
+blocks, each tested), ``reimplement`` (a body removed; the prompt names the function), ``bugfix`` (one small
+mutation; the prompt names the file and the failing tests), ``locate`` (one small mutation; the prompt is a bug
+report: a failing test's name and what it printed, never the file or the function: the agent searches the whole
+repository). The last three are multi-turn tool use over the whole workspace."""
 DEFAULT_KINDS: tuple[str, ...] = ("reimplement", "bugfix")
 REPORT_NAME = "from_repo_report.json"
 TASKS_NAME = "tasks.jsonl"
@@ -195,6 +200,8 @@ class _Runner:
         """Binary files under test folders: hidden, beside the tests, in every run."""
         self.sb = self._fresh()
         self.restarts = 0
+        self._memo: dict[tuple[Any, ...], TestReport] = {}
+        """Reports of runs already made: one candidate posed at several rungs is verified once."""
 
     def _fresh(self) -> Sandbox:
         sb = self.make(self.timeout_s)
@@ -205,6 +212,13 @@ class _Runner:
 
     def run(self, tests: Mapping[str, str], expected: int, swap: tuple[str, str] | None = None,
             isolation: Isolation = DISCOVERY_ISOLATION) -> TestReport:
+        key = (tuple(sorted(tests.items())), expected, swap, isolation)
+        if key not in self._memo:
+            self._memo[key] = self._run(tests, expected, swap, isolation)
+        return self._memo[key]
+
+    def _run(self, tests: Mapping[str, str], expected: int, swap: tuple[str, str] | None,
+             isolation: Isolation) -> TestReport:
         try:
             if swap is not None:
                 self.sb.write_file(*swap)
@@ -394,10 +408,11 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
     discards: list[Discard] = []
     for target in _candidates(snap, files, config.seed, discards):
         for kind in config.kinds:
-            if config.max_tasks is not None and len(made) >= config.max_tasks:
+            if config.max_tasks is not None and sum(not t.metadata.get("variant") for t in made) >= config.max_tasks:
                 return made, discards, splits
             cand = f"{target.file}::{target.qualname} ({kind})"
-            mutations = ([remove_body(files[target.file], target)] if kind == "reimplement"
+            mutations = ([dataclasses.replace(remove_body(files[target.file], target), kind=kind)]
+                         if kind in ("reimplement", "complete")
                          else [dataclasses.replace(m, kind=kind) for m in
                                bug_mutations(files[target.file], target, config.seed)[: config.max_mutation_tries]])
             if not mutations:
@@ -413,6 +428,7 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
                 if any(t.id == outcome.id for t in made):  # e.g. a property and its setter share a name
                     outcome = dataclasses.replace(outcome, id=f"{outcome.id}-L{target.lineno}")
                 made.append(outcome)
+                made += prefix_variants(outcome, target, files[target.file], splits)
                 log.info("from-repo: made %s (%d made, %d discarded)", outcome.id, len(made), len(discards))
             elif outcome is not None:
                 discards.append(Discard(cand, outcome.reason, outcome.detail))
@@ -461,7 +477,8 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
     start = runner.run(hidden, expected, swap=swap, isolation=isolation)
     if start.passed >= expected:
         return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
-    report = bug_report(start) if mutation.kind == "locate" else ""
+    report = (bug_report(start) if mutation.kind == "locate" else fix_prompt(target, mutation, start)
+              if mutation.kind == "fix" else "")
     task = _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
                  sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s, isolation, report)
     metadata = {**task.metadata, "tests_dropped_needs_in_process": dropped}
@@ -582,11 +599,13 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
           hidden: dict[str, str], expected: int, failing: list[str], splits: Mapping[str, str], scrubber: Scrubber,
           timeout_s: float, isolation: Isolation = SAFE_ISOLATION, report: str = "") -> Task:
     module = target.file.removesuffix(".py").replace("/", ".")
-    suffix = f"-{mutation.operator}-L{mutation.line}" if mutation.kind != "reimplement" else ""
-    prompt = _prompt(target, mutation, failing, report)
+    suffix = f"-{mutation.operator}-L{mutation.line}" if mutation.kind not in ("reimplement", "complete") else ""
+    prompt = (complete_prompt(target, mutation, files[target.file], hides(splits, target))
+              if mutation.kind == "complete"
+              else report if mutation.kind == "fix" else _prompt(target, mutation, failing, report))
     if config.scrub:
         prompt, _ = scrubber.text(prompt, "<prompt>")
-    difficulty = 2 if mutation.kind == "bugfix" else 3 if mutation.kind == "locate" else min(
+    difficulty = 2 if mutation.kind in ("bugfix", "fix") else 3 if mutation.kind == "locate" else min(
         4, 1 + (target.body_lines > 5) + (target.body_lines > 15) + (target.body_lines > 40))
     workspace = {**files, target.file: mutation.source}
     # a locate task never says where: no entry file (a system prompt could show it); the oracle's search instead,
@@ -595,6 +614,11 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
                               "tokens": workspace_tokens(workspace)} if mutation.kind == "locate"
                              else {"entry_file": target.file})
     where["edit"] = _edit(mutation, files[target.file], target.file)
+    rung = mutation.kind in RUNGS  # one definition, answered with a code block that replaces it
+    if rung:
+        where["definition"] = target.qualname
+    if mutation.kind == "fix":  # the deciding tests run on each block; grading still runs them out of reach
+        where["visible_expected"] = expected
     return Task(
         id=f"{config.suite_name}/{mutation.kind}/{module}.{target.qualname}{suffix}",
         domain="coding", family=f"repo_{mutation.kind}", split=split_of(splits, target),  # type: ignore[arg-type]
@@ -604,7 +628,9 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
         files=workspace,
         data_files=encode_data(snap.data),
         reference=Reference(files={target.file: files[target.file]}),
-        limits=TaskLimits(max_turns=12, exec_timeout_s=max(10.0, round(timeout_s)), episode_timeout_s=600.0),
+        visible_tests=hidden if mutation.kind == "fix" else {},
+        limits=TaskLimits(max_turns=TURNS.get(mutation.kind, 12), exec_timeout_s=max(10.0, round(timeout_s)),
+                          episode_timeout_s=600.0),
         difficulty=difficulty,
         requirements=tuple(config.requirements),
         metadata={**where, "source_file": snap.repo_path(target.file), "repo": config.suite_name,
@@ -613,6 +639,29 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
                                "after": mutation.after},
                   "hidden_tests": failing},
     )
+
+
+def hides(splits: Mapping[str, str], target: Target) -> Callable[[Target], bool]:
+    """Which other definitions a ``complete`` prompt of ``target`` cuts the bodies out of: a train task's prompt
+    never shows a held-out definition's body; a held-out task's prompt shows its module as it is."""
+    if split_of(splits, target) != "train":
+        return lambda t: False
+    return lambda t: split_of(splits, t) == "heldout"
+
+
+def prefix_variants(task: Task, target: Target, original: str, splits: Mapping[str, str]) -> list[Task]:
+    """More ``complete`` tasks of a train definition (``rungs.PREFIX_CUTS``): the same verified candidate, its body
+    shown up to a third and two thirds; held-out definitions are posed once, with the body cut out whole."""
+    if task.metadata.get("kind") != "complete" or task.split != "train" or target.body_lines < 3:
+        return []
+    mutation = remove_body(original, target)
+    heldout = hides(splits, target)
+    variants = []
+    for i, share in enumerate(PREFIX_CUTS, 1):
+        with contextlib.suppress(DefinitionError):  # a cut inside a multi-line statement: no such variant
+            variants.append(dataclasses.replace(task, id=f"{task.id}-cut{i}", metadata={**task.metadata, "variant": i},
+                                                prompt=complete_prompt(target, mutation, original, heldout, share)))
+    return variants
 
 
 def write_suite(result: FromRepoResult, out: str | Path, config: FromRepoConfig | None = None) -> Path:

@@ -211,3 +211,27 @@ class IsolationReport:
     @property
     def contained(self) -> bool:
         return all(self.probes.values())
+
+
+def failure_summary(message: str, limit: int = 300) -> str:
+    """The lines of a pytest failure an agent acts on: the failing source line (``>``) and the first error line
+    (``E``), e.g. ``assert stretch('ab') == 'aabb' | AssertionError: assert 'aaabbb' == 'aabb'``. A message
+    without them (a collection error, a crash) is kept whole, up to ``limit`` characters."""
+    src = next((ln[1:].strip() for ln in message.splitlines() if ln.startswith(">")), "")
+    err = next((ln[1:].strip() for ln in message.splitlines() if ln.startswith("E ") and ln[1:].strip()), "")
+    text = " | ".join(x for x in (src, err) if x) or message.strip()
+    return text[:limit]
+
+
+def report_lines(report: TestReport) -> list[str]:
+    """A test run as an agent reads it: the count, then one line per test that did not pass (the ``run_tests``
+    tool's result, and the failing run a repository fix task shows in its prompt)."""
+    lines = [f"Visible tests: {report.passed} passed, {report.expected - report.passed} not passed "
+             f"(of {report.expected})."]
+    if not report.report_found:
+        tail = (report.exec.stderr or report.exec.stdout)[-600:] if report.exec else ""
+        lines.append("The test run produced no report (crash, exit or timeout)." + (f"\n{tail}" if tail else ""))
+    for o in report.outcomes:
+        if o.outcome != "passed":
+            lines.append(f"{o.outcome.upper()} {o.name.split('::', 1)[-1]}: {failure_summary(o.message)}")
+    return lines
