@@ -453,7 +453,7 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
     failing = {test_key(n) for n in passing - now_passing if n.partition("::")[0] in related}
     keep = {(f, k) for f, k in failing if (f, k) not in broken}
     if not keep:
-        reason = "not_exercised" if mutation.kind == "reimplement" else "mutation_survived"
+        reason = "not_exercised" if mutation.kind in ("reimplement", "complete") else "mutation_survived"
         return Discard("", reason, "no baseline-passing test fails on the starting state")
     hidden, expected = _select(keep, tests, collected, instances)
     isolation, dropped = SAFE_ISOLATION, 0

@@ -105,3 +105,82 @@ def write_recipe(out: str | Path, *, model: str, n_train: int, n_heldout: int,
         (folder / EVAL_NAME).write_text(eval_toml(name, model, run_dir, f"{name}/eval"), encoding="utf-8")
         written.append(folder / EVAL_NAME)
     return written
+
+
+RUNG_ROLLOUT: dict[str, dict[str, object]] = {
+    "complete": {"max_new_tokens": 320, "max_turns": 1, "max_total_tokens": 4096, "code_action": "submit",
+                 "tools": ["submit"],
+                 "env_kwargs": {"system_prompt": "You write Python. Reply with one ```python code block that holds "
+                                                 "the whole definition asked for; it replaces that definition in "
+                                                 "{entry_file} and the project's tests decide."}},
+    "fix": {"max_new_tokens": 320, "max_turns": 3, "max_total_tokens": 4096, "code_action": "test",
+            "tools": ["submit"],
+            "env_kwargs": {"system_prompt": "You fix Python. Reply with one ```python code block that holds the "
+                                            "whole corrected definition; it replaces that definition in "
+                                            "{entry_file} and the project's tests run on it. If a test fails, reply "
+                                            "with a corrected block. When the tests pass, reply SUBMIT."}},
+}
+"""Each lower rung's own rollout (``[domains.mix.rollout]``): a short system prompt and one code block a turn; the
+tool-using kinds (reimplement, bugfix, locate) roll out with the tools and budgets of :data:`_ROLLOUT`."""
+TOOL_ROLLOUT: dict[str, object] = {"max_new_tokens": 384, "max_turns": 6, "max_total_tokens": 4096,
+                                   "code_action": "none", "tools": list(TOOLS)}
+
+
+def rung_rollout(rung: str) -> dict[str, object]:
+    """The ``[domains.mix.rollout]`` table of ``rung`` (a from-repo kind)."""
+    return RUNG_ROLLOUT.get(rung, TOOL_ROLLOUT)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def ladder_toml(rungs: dict[str, str], model: str, run_dir: str, size: dict[str, object]) -> str:
+    """The training config of ``sandgym recipe repo``: one ``[[domains.mix]]`` per trained rung (``rungs``: rung ->
+    its task file's train split), each with the rung's rollout; ``size`` gives the SFT and RL budgets."""
+    mix = "\n".join(
+        f"""[[domains.mix]]
+suite = {json.dumps(suite)}
+name = {json.dumps(rung)}
+n_tasks = 100000
+rollout = {_toml_value(rung_rollout(rung))}
+""" for rung, suite in rungs.items())
+    return f"""# The repository recipe's training: an SFT warm start on oracle demonstrations of the trained rungs, then GRPO.
+# Written by `sandgym recipe repo`; edit it and rerun the recipe with the same --out (every key: docs/CONFIG.md).
+out_dir = {json.dumps(run_dir)}
+seed = 0
+init = "sft"
+
+[model]
+name = {json.dumps(model)}    # any causal LM: a local directory or a cached hub id
+lora_r = 16
+lora_alpha = 32
+
+[algorithm]
+name = "grpo"
+group_size = {size["group_size"]}
+
+[rollout]
+{_ROLLOUT}
+temperature = 1.0
+
+{mix}
+[optim]
+lr = {size["rl_lr"]}
+steps = {size["rl_steps"]}
+tasks_per_step = {size["tasks_per_step"]}
+micro_batch = 4
+activation_checkpointing = true
+
+[checkpoint]
+every = 2
+keep_last = 2
+
+[sft]
+source = "oracle"
+episodes = {size["sft_episodes"]}
+epochs = {size["sft_epochs"]}
+lr = 2e-4
+"""
