@@ -240,12 +240,12 @@ class ToolEnv(gym.Env[str, str]):
             lines.append("A reply with only a ```python code block runs that code with the python tool.")
         elif self.code_action in ("submit", "test"):
             entry = task.metadata.get("entry_file", "solution.py")
-            definition = task.metadata.get("definition")
-            saves = (f"replaces `{definition}` in {entry} with the definition of that name in it" if definition
-                     else f"saves it as {entry}")
-            lines.append(f"A reply with only a ```python code block {saves} and "
-                         + ("submits." if self.code_action == "submit" else
-                            "runs the visible tests; a reply SUBMIT submits."))
+            definition, answer = task.metadata.get("definition"), task.metadata.get("answer_block")
+            then = " and submits." if self.code_action == "submit" else " and runs the visible tests; a reply SUBMIT submits."
+            does = ("is submitted as your answer." if answer else
+                    f"replaces `{definition}` in {entry} with the definition of that name in it{then}" if definition
+                    else f"saves it as {entry}{then}")
+            lines.append(f"A reply with only a ```python code block {does}")
         lines.append("When finished, call submit (the answer to a question, or \"done\" after coding).")
         lines.append("Tools:\n" + self.toolset.render())
         return "\n".join(lines)
@@ -491,6 +491,8 @@ class ToolEnv(gym.Env[str, str]):
     def _code_action_calls(self, ctx: ToolContext, code: str) -> list[ToolCall]:
         if self.code_action == "python":
             return [ToolCall("python", {"code": code}, raw=code, code_action=True)]
+        if ctx.task.metadata.get("answer_block"):  # the block is the answer (a name the task asks for)
+            return [ToolCall("submit", {"answer": code.strip()}, raw=code, code_action=True)]
         last = "run_tests" if self.code_action == "test" else "submit"
         definition = ctx.task.metadata.get("definition")
         write = (ToolCall("write_definition", {"path": ctx.entry_file, "name": str(definition), "code": code},

@@ -66,7 +66,7 @@ class Size:
 
 
 SIZES: dict[str, Size] = {
-    "cpu": Size(("complete", "fix"), probe_tasks=8, sft_episodes=64, sft_epochs=3, rl_steps=6, tasks_per_step=4,
+    "cpu": Size(("complete", "fix", "find"), probe_tasks=8, sft_episodes=64, sft_epochs=3, rl_steps=6, tasks_per_step=4,
                 group_size=4, rl_lr=1e-4, samples=2),
     "gpu": Size(LADDER, probe_tasks=32, sft_episodes=256, sft_epochs=3, rl_steps=40, tasks_per_step=8,
                 group_size=8, rl_lr=5e-5, samples=4),
@@ -100,21 +100,24 @@ def split_rungs(tasks_path: Path, out: Path, rungs: tuple[str, ...]) -> dict[str
 
 
 def answer(task: Task) -> str:
-    """The oracle's reply to a rung task: its reference definition in a code block."""
+    """The oracle's reply to a rung task: its reference definition (``find``: the name) in a code block."""
     assert task.reference is not None
+    if task.metadata.get("answer_block"):
+        return f"```python\n{task.reference.answer}\n```"
     entry = str(task.metadata["entry_file"])
     return "```python\n" + definition_source(task.reference.files[entry], str(task.metadata["definition"])) + "```"
 
 
-def one_shot_example(train: list[Task]) -> Task:
-    """The train task shown to the one-shot base model: the shortest whole one (no body shown, a definition)."""
-    whole = [t for t in train if not t.metadata.get("variant") and t.metadata.get("definition")] or train
-    return min(whole, key=lambda t: (len(t.prompt) + len(answer(t)) if t.metadata.get("definition") else 10**9, t.id))
+def one_shot_example(train: list[Task]) -> Task | None:
+    """The train task shown to the one-shot base model: the shortest whole one (no part of the body shown)."""
+    whole = [t for t in train if not t.metadata.get("variant")
+             and (t.metadata.get("definition") or t.metadata.get("answer_block"))]
+    return min(whole, key=lambda t: (len(t.prompt) + len(answer(t)), t.id)) if whole else None
 
 
-def with_example(task: Task, example: Task) -> Task:
+def with_example(task: Task, example: Task | None) -> Task:
     """``task`` with ``example`` and its answer in front of its prompt (the same id: paired with the plain one)."""
-    if not example.metadata.get("definition"):
+    if example is None:  # a tool-using rung: the example would be a whole episode, not one answer
         return task
     return replace(task, prompt=f"An example task from the same project, with its answer.\n\n{example.prompt}\n\n"
                                 f"Answer:\n{answer(example)}\n\nNow your task.\n\n{task.prompt}")

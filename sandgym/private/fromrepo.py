@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sandgym.errors import ConfigError, SandboxError, TaskError
-from sandgym.private.rungs import LADDER, PREFIX_CUTS, RUNGS, TURNS, complete_prompt, fix_prompt
+from sandgym.private.rungs import LADDER, PREFIX_CUTS, RUNGS, TURNS, complete_prompt, find_prompt, fix_prompt
 from sandgym.private.scrub import Scrubber, ScrubReport
 from sandgym.private.snapshot import (
     DEFAULT_MAX_DATA_BYTES,
@@ -477,7 +477,7 @@ def _try(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tests: d
     start = runner.run(hidden, expected, swap=swap, isolation=isolation)
     if start.passed >= expected:
         return Discard("", "starting_state_passes", f"{start.passed}/{expected} hidden tests pass unchanged")
-    report = (bug_report(start) if mutation.kind == "locate" else fix_prompt(target, mutation, start)
+    report = (bug_report(start) if mutation.kind in ("locate", "find") else fix_prompt(target, mutation, start)
               if mutation.kind == "fix" else "")
     task = _task(config, snap, files, target, mutation, {**runner.support, **hidden}, expected,
                  sorted(f"{f}::{k}" for f, k in keep), splits, scrubber, runner.timeout_s, isolation, report)
@@ -602,9 +602,12 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
     suffix = f"-{mutation.operator}-L{mutation.line}" if mutation.kind not in ("reimplement", "complete") else ""
     prompt = (complete_prompt(target, mutation, files[target.file], hides(splits, target))
               if mutation.kind == "complete"
-              else report if mutation.kind == "fix" else _prompt(target, mutation, failing, report))
+              else report if mutation.kind == "fix" else find_prompt(failing, report) if mutation.kind == "find"
+              else _prompt(target, mutation, failing, report))
     if config.scrub:
         prompt, _ = scrubber.text(prompt, "<prompt>")
+    if mutation.kind == "find":
+        return _find_task(config, target, mutation, splits, prompt, failing, snap.repo_path(target.file))
     difficulty = 2 if mutation.kind in ("bugfix", "fix") else 3 if mutation.kind == "locate" else min(
         4, 1 + (target.body_lines > 5) + (target.body_lines > 15) + (target.body_lines > 40))
     workspace = {**files, target.file: mutation.source}
@@ -638,6 +641,21 @@ def _task(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], target:
                   "mutation": {"operator": mutation.operator, "line": mutation.line, "before": mutation.before,
                                "after": mutation.after},
                   "hidden_tests": failing},
+    )
+
+
+def _find_task(config: FromRepoConfig, target: Target, mutation: Mutation, splits: Mapping[str, str], prompt: str,
+               failing: list[str], source_file: str) -> Task:
+    """A ``find`` task: graded by the name alone (no workspace, no test run): the reply's block is the answer."""
+    module = target.file.removesuffix(".py").replace("/", ".")
+    return Task(
+        id=f"{config.suite_name}/find/{module}.{target.qualname}-{mutation.operator}-L{mutation.line}",
+        domain="coding", family="repo_find", split=split_of(splits, target),  # type: ignore[arg-type]
+        prompt=prompt, verifier=Verifier(kind="match", answer=target.qualname, matcher="exact"),
+        reference=Reference(answer=target.qualname), limits=TaskLimits(max_turns=TURNS["find"]), difficulty=2,
+        metadata={"answer_block": True, "repo": config.suite_name, "function": target.qualname, "kind": "find",
+                  "source_file": source_file, "hidden_tests": failing,
+                  "mutation": {"operator": mutation.operator, "line": mutation.line}},
     )
 
 

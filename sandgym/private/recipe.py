@@ -119,6 +119,10 @@ RUNG_ROLLOUT: dict[str, dict[str, object]] = {
                                             "whole corrected definition; it replaces that definition in "
                                             "{entry_file} and the project's tests run on it. If a test fails, reply "
                                             "with a corrected block. When the tests pass, reply SUBMIT."}},
+    "find": {"max_new_tokens": 48, "max_turns": 1, "max_total_tokens": 4096, "code_action": "submit",
+             "tools": ["submit"],
+             "env_kwargs": {"system_prompt": "You read bug reports of a Python project. Reply with one ```python "
+                                             "code block holding only the name asked for; it is your answer."}},
 }
 """Each lower rung's own rollout (``[domains.mix.rollout]``): a short system prompt and one code block a turn; the
 tool-using kinds (reimplement, bugfix, locate) roll out with the tools and budgets of :data:`_ROLLOUT`."""

@@ -9,6 +9,9 @@ tests catch and the reference passes) and can pose it at several rungs, easiest 
   and two thirds of its body shown (:data:`PREFIX_CUTS`): more demonstrations from the same verified candidate.
 - ``fix``: the definition with one small bug and the failing tests' output in the prompt; each reply's block
   replaces the definition and the tests run again, for up to 3 turns; SUBMIT submits.
+- ``find``: a bug report (a failing test's name and what it printed, never the file or the line) in the prompt;
+  the reply names the definition to fix (``function`` or ``Class.method``) in a code block, matched against it:
+  localisation alone, before the tool-using ``locate`` must also search and edit.
 - ``reimplement``, ``bugfix``, ``locate`` (``sandgym.private.fromrepo``): the whole repository, edited with tools.
 
 The split is by source file or top-level definition and is the same at every rung, so no rung trains on a held-out
@@ -25,11 +28,11 @@ from sandgym.tasks.definitions import definition_span
 from sandgym.tasks.mutations import Mutation, Target, find_targets, remove_body
 from sandgym.tasks.suites.long_context import CHARS_PER_TOKEN
 
-LADDER: tuple[str, ...] = ("complete", "fix", "reimplement", "bugfix", "locate")
+LADDER: tuple[str, ...] = ("complete", "fix", "find", "reimplement", "bugfix", "locate")
 """The task kinds from the easiest form to the hardest (a rung is a kind; its family is ``repo_<kind>``)."""
-RUNGS: tuple[str, ...] = ("complete", "fix")
-"""The kinds this module poses: one definition, answered with a code block."""
-TURNS = {"complete": 1, "fix": 3}
+RUNGS: tuple[str, ...] = ("complete", "fix", "find")
+"""The kinds this module poses: one definition, answered with one code block (``find``: its name)."""
+TURNS = {"complete": 1, "fix": 3, "find": 1}
 """Model turns each rung's tasks allow (``Task.limits.max_turns``)."""
 CONTEXT_TOKENS = 1024
 """How much of the module a ``complete`` prompt shows around the definition (tokens, as CHARS_PER_TOKEN counts)."""
@@ -113,3 +116,12 @@ def fix_prompt(target: Target, mutation: Mutation, start: TestReport) -> str:
             f"```\n\nThe project's tests now fail:\n\n```\n{run}\n```\n\nReply with the whole corrected definition "
             f"of `{target.name}` in one ```python block: it replaces the definition and the tests run again. When "
             "they pass, reply SUBMIT.")
+
+
+def find_prompt(failing: list[str], report: str) -> str:
+    """The ``find`` prompt: the bug report of a ``locate`` task, answered with a name instead of an edit."""
+    others = f" ({len(failing) - 1} other test(s) too)" if len(failing) > 1 else ""
+    return (f"A user of a Python project reports a bug: since a recent change, the project's test `{failing[0]}` "
+            f"fails{others}. What it printed:\n\n```\n{report}\n```\n\nWhich function or method of the project "
+            "has the bug? Reply with its name in one ```python block: `name` for a function, `Class.name` for a "
+            "method.")

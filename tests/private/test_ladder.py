@@ -129,7 +129,7 @@ def _flat(text: str) -> str:
 
 
 def _demonstration(task: Task) -> str:
-    plan = OracleAgent("code" if task.metadata["kind"] == "complete" else
+    plan = OracleAgent("code" if task.metadata["kind"] in ("complete", "find") else
                        "fix" if task.metadata["kind"] == "fix" else "tools").plan(task)
     return "\n".join(plan)
 
@@ -139,21 +139,22 @@ def test_every_rung_shares_one_split_and_no_heldout_body_is_trained_on(project: 
                                                                        ladders: dict[str, FromRepoResult]) -> None:
     result = ladders[project]
     tasks = list(result.tasks)
-    assert {t.metadata["kind"] for t in tasks} >= {"complete", "fix"}
+    assert {t.metadata["kind"] for t in tasks} >= {"complete", "fix", "find"}
     split_of: dict[tuple[str, str], set[str]] = defaultdict(set)
     for t in tasks:
         split_of[(t.metadata["source_file"], str(t.metadata["function"]).split(".")[0])].add(t.split)
     assert all(len(s) == 1 for s in split_of.values()), split_of  # one split per definition, at every rung
     assert {t.split for t in tasks} == {"train", "heldout"}
-    heldout_bodies = {_body(t) for t in tasks if t.split == "heldout"}
+    heldout_bodies = {_body(t) for t in tasks if t.split == "heldout" and t.metadata["kind"] != "find"}
     heldout_bodies = {b for b in heldout_bodies if len(b) >= 20}  # a one-word body can occur anywhere
     assert heldout_bodies
     for t in tasks:
-        own = _body(t)
-        assert own not in _flat(t.prompt), f"{t.id}: its own body is in its prompt"
+        if t.metadata["kind"] != "find":  # a find task's prompt is a bug report; it has no workspace at all
+            assert _body(t) not in _flat(t.prompt), f"{t.id}: its own body is in its prompt"
         if t.split != "train":
             continue
-        seen = _flat(t.prompt + "\n" + (_demonstration(t) if t.metadata["kind"] in ("complete", "fix") else ""))
+        seen = _flat(t.prompt + "\n" + (_demonstration(t) if t.metadata["kind"] in ("complete", "fix", "find")
+                                         else ""))
         for body in heldout_bodies:
             assert body not in seen, f"{t.id}: a held-out body is in a training prompt or demonstration:\n{body}"
 
@@ -180,7 +181,8 @@ def test_train_definitions_get_more_complete_tasks_than_heldout_ones(ladders: di
         assert "the rest of the body" in v.prompt and _body(v) not in _flat(v.prompt)
 
 
-@pytest.mark.parametrize("kind,code_action,style", [("complete", "submit", "code"), ("fix", "test", "fix")])
+@pytest.mark.parametrize("kind,code_action,style", [("complete", "submit", "code"), ("fix", "test", "fix"),
+                                                    ("find", "submit", "code")])
 def test_lower_rungs_are_solved_by_their_oracle_and_not_by_a_wrong_definition(
         kind: str, code_action: str, style: str, ladders: dict[str, FromRepoResult]) -> None:
     tasks = [t for t in ladders["minicalc"].tasks if t.metadata["kind"] == kind][:2]
@@ -198,7 +200,8 @@ def test_lower_rungs_are_solved_by_their_oracle_and_not_by_a_wrong_definition(
             assert reward == 1.0 and info["outcome"].success, (task.id, obs)
             name = str(task.metadata["function"]).rsplit(".", 1)[-1]
             obs, info = env.reset(options={"task": task})
-            wrong = f"```python\ndef {name}(*args, **kwargs):\n    return None\n```"
+            wrong = (f"```python\ndef {name}(*args, **kwargs):\n    return None\n```" if kind != "find"
+                     else f"```python\n{name}_helper\n```")
             obs, reward, term, trunc, info = env.step(wrong)
             if not term:
                 obs, reward, term, trunc, info = env.step("SUBMIT")
