@@ -101,7 +101,7 @@ class OracleAgent(_PlanAgent):
             return [fenced(ref.answer)]  # a name the task asks for, in the block the env submits
         definition = task.metadata.get("definition")
         if self.style in ("code", "fix") and definition and entry in ref.files:  # one function of a module
-            block = fenced(definition_source(ref.files[entry], str(definition)))
+            block = fenced(definition_source(ref.files[entry], str(definition), docstring=False))
             return [block] if self.style == "code" else [block, "SUBMIT"]
         if self.style == "code" and set(ref.files) == {entry}:
             return [fenced(ref.files[entry])]

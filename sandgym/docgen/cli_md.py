@@ -43,8 +43,8 @@ sandgym run --env sandgym/Coding-v0 --tasks coding/strings:train --agent oracle 
     Group("Training",
           "`train` runs RL (GRPO family) on a LoRA adapter from a training config, `sft` only the supervised warm "
           "start, `sweep` one config over seeds and variations with a report, `demo` the whole loop for one "
-          "track (SFT, RL, then base / SFT / SFT + RL on held-out tasks), and `recipe repo` the same loop on tasks "
-          "made from a repository of yours (docs/PRIVATE_DATA.md). The config's keys: docs/CONFIG.md.",
+          "track (SFT, RL, then base / SFT / SFT + RL on held-out tasks), and `recipe repo` a ladder of task forms "
+          "made from a repository of yours, trained where the model has a foothold (docs/PRIVATE_DATA.md). The config's keys: docs/CONFIG.md.",
           ("train", "sft", "sweep", "demo", "recipe"),
           """<!-- doc-test: run -->
 ```bash

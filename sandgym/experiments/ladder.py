@@ -105,7 +105,8 @@ def answer(task: Task) -> str:
     if task.metadata.get("answer_block"):
         return f"```python\n{task.reference.answer}\n```"
     entry = str(task.metadata["entry_file"])
-    return "```python\n" + definition_source(task.reference.files[entry], str(task.metadata["definition"])) + "```"
+    code = definition_source(task.reference.files[entry], str(task.metadata["definition"]), docstring=False)
+    return f"```python\n{code}```"
 
 
 def one_shot_example(train: list[Task]) -> Task | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sandgym.sandbox.protocol import TestReport, report_lines
-from sandgym.tasks.definitions import definition_span
+from sandgym.tasks.definitions import definition_source, definition_span
 from sandgym.tasks.mutations import Mutation, Target, find_targets, remove_body
 from sandgym.tasks.suites.long_context import CHARS_PER_TOKEN
 
@@ -39,6 +39,8 @@ CONTEXT_TOKENS = 1024
 PREFIX_CUTS: tuple[float, ...] = (1 / 3, 2 / 3)
 """Extra ``complete`` tasks of a train definition: the body shown up to these shares of its lines."""
 GAP = "# ..."
+FAILURES_SHOWN = 5
+"""Failing tests a ``fix`` prompt lists (the count line says how many failed in all)."""
 
 
 def without_bodies(source: str, path: str, keep: str, drop: Callable[[Target], bool]) -> str:
@@ -102,20 +104,21 @@ def complete_prompt(target: Target, mutation: Mutation, original: str, heldout: 
     cut = ("its body is cut out" if not share else
            f"its body is shown only up to `{GAP} (the rest of the body)`")
     return (f"This is `{target.file}` of a Python project, around the {what}; {cut}:\n\n```python\n{context}\n```\n\n"
-            f"Write `{target.name}` so that the project's tests pass: reply with its whole definition (the `def` "
-            "line, the docstring and the body) in one ```python block.")
+            f"Write `{target.name}` so that the project's tests pass: reply with its definition, the `def` line and "
+            "the body (its docstring stays as it is), in one ```python block.")
 
 
 def fix_prompt(target: Target, mutation: Mutation, start: TestReport) -> str:
     """The ``fix`` prompt: the definition with its bug, and the failing test run the bug causes."""
-    first, last, _ = definition_span(mutation.source, target.qualname)
-    definition = "\n".join(mutation.source.splitlines()[first - 1:last])
+    definition = definition_source(mutation.source, target.qualname, docstring=False).rstrip("\n")
     what = f"method `{target.qualname}`" if target.is_method else f"function `{target.name}`"
-    run = "\n".join(report_lines(start))
+    lines = report_lines(start)
+    run = "\n".join(lines[:FAILURES_SHOWN + 1] + ([f"... and {len(lines) - FAILURES_SHOWN - 1} more"]
+                                                 if len(lines) > FAILURES_SHOWN + 1 else []))
     return (f"A recent change broke the {what} in `{target.file}` of a Python project:\n\n```python\n{definition}\n"
-            f"```\n\nThe project's tests now fail:\n\n```\n{run}\n```\n\nReply with the whole corrected definition "
-            f"of `{target.name}` in one ```python block: it replaces the definition and the tests run again. When "
-            "they pass, reply SUBMIT.")
+            f"```\n\n(its docstring left out). The project's tests now fail:\n\n```\n{run}\n```\n\nReply with the "
+            f"corrected definition of `{target.name}`, the `def` line and the body, in one ```python block: it "
+            "replaces the definition (the docstring stays) and the tests run again. When they pass, reply SUBMIT.")
 
 
 def find_prompt(failing: list[str], report: str) -> str:

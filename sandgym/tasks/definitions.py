@@ -15,6 +15,17 @@ class A:
 >>> print(definition_source(src, "A.f"), end="")
 def f(self):
     return 1
+
+A reply may leave the docstring out: the module's stays.
+
+>>> src = "def g(x):\\n    'Twice x.'\\n    return x + x\\n"
+>>> print(definition_source(src, "g", docstring=False), end="")
+def g(x):
+    return x + x
+>>> print(splice_definition(src, "g", "def g(x):\\n    return 2 * x"), end="")
+def g(x):
+    'Twice x.'
+    return 2 * x
 """
 
 from __future__ import annotations
@@ -73,11 +84,26 @@ def definition_span(source: str, qualname: str) -> tuple[int, int, int]:
     return first, node.end_lineno or node.lineno, node.col_offset
 
 
-def definition_source(source: str, qualname: str) -> str:
-    """The text of ``qualname``'s definition (decorators included), dedented to column 0, ending in a newline."""
+def _docstring(node: Node) -> tuple[int, int] | None:
+    """(first line, last line) of the function's docstring statement (1-based, inclusive), or None."""
+    first = node.body[0]
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+            and len(node.body) > 1 and first.lineno > node.lineno):
+        return first.lineno, first.end_lineno or first.lineno
+    return None
+
+
+def definition_source(source: str, qualname: str, *, docstring: bool = True) -> str:
+    """The text of ``qualname``'s definition (decorators included), dedented to column 0, ending in a newline;
+    without its docstring when ``docstring`` is False (what a reply needs to give: :func:`splice_definition`
+    keeps the module's)."""
     first, last, _ = definition_span(source, qualname)
-    lines = source.splitlines(keepends=True)[first - 1:last]
-    return textwrap.dedent("".join(lines)).rstrip("\n") + "\n"
+    lines = source.splitlines(keepends=True)
+    doc = None if docstring else _docstring(_find(_parse(source, "the module"), qualname))  # type: ignore[arg-type]
+    if doc is not None:
+        lines = lines[:doc[0] - 1] + lines[doc[1]:]
+        last -= doc[1] - doc[0] + 1
+    return textwrap.dedent("".join(lines[first - 1:last])).rstrip("\n") + "\n"
 
 
 def splice_definition(source: str, qualname: str, code: str) -> str:
@@ -90,12 +116,20 @@ def splice_definition(source: str, qualname: str, code: str) -> str:
         raise DefinitionError(f"the code block defines no function `{name}`; reply with the whole definition "
                         f"(`def {name}(...):` and its body) in one ```python block")
     block = textwrap.dedent(code).splitlines(keepends=True)
-    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-    text = textwrap.dedent("".join(block[start - 1:node.end_lineno or node.lineno]))
     try:
         first, last, indent = definition_span(source, qualname)
     except LookupError as exc:
         raise DefinitionError(f"the module has no definition `{qualname}` to replace") from exc
+    original = _find(_parse(source, "the module"), qualname)
+    kept = _docstring(original) if original is not None and _docstring(node) is None else None
+    if kept is not None:  # a reply without a docstring keeps the module's
+        at = node.body[0].lineno
+        pad = block[at - 1][: len(block[at - 1]) - len(block[at - 1].lstrip())]
+        doc = textwrap.dedent("".join(source.splitlines(keepends=True)[kept[0] - 1:kept[1]]))
+        block[at - 1:at - 1] = [pad + line if line.strip() else line for line in doc.splitlines(keepends=True)]
+        node = _any_named(_parse("".join(block), "the code block"), name) or node
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    text = textwrap.dedent("".join(block[start - 1:node.end_lineno or node.lineno]))
     new = textwrap.indent(text.rstrip("\n") + "\n", " " * indent, lambda line: bool(line.strip()))
     lines = source.splitlines(keepends=True)
     result = "".join(lines[:first - 1]) + new + "".join(lines[last:])
