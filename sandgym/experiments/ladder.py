@@ -1,16 +1,19 @@
-"""The repository recipe's ladder: score the base model on each rung, train where it has a foothold, report per rung.
+"""The repository recipe's ladder: meet the model where it is, rung by rung, and report per rung.
 
 Stages after the tasks (``sandgym.experiments.repo_recipe``), each found done by a rerun with the same ``--out``:
 
 1. ``rungs/``: one task file per rung (``rungs/<kind>.jsonl``) and, per rung, its held-out tasks with one train
    task and its answer in front of each prompt (``rungs/<kind>-oneshot.jsonl``: the one-shot base model);
-2. ``probe/``: the base model on a sample of each rung's *train* tasks; a rung where it solves any has a foothold
-   (the held-out split is never looked at to decide);
-3. ``train.toml`` and ``run/train``: an SFT warm start on oracle demonstrations of the trained rungs, then GRPO;
-4. ``run/eval/<rung>/<policy>``: base, one-shot base, SFT and SFT + RL on each trained rung's held-out tasks, paired
-   over the same tasks and sampling seeds;
-5. ``run/REPORT.md`` / ``.html`` and ``run/summary.json``: per rung, completion and the paired gains, which rungs are
-   out of reach and what would change that, stage times and peak memory.
+2. ``probe/base``: the base model on a sample of each rung's *train* tasks (the held-out split is never looked at to
+   decide anything);
+3. ``train.toml`` and ``run/train/sft``: an SFT warm start on oracle demonstrations of every rung (a
+   demonstration needs no foothold: it is what gives one);
+4. ``probe/sft``: the warm start on the same train tasks; ``run/train``: GRPO on the rungs where the base model or
+   the warm start solved any of them (RL reinforces successes, so it goes where there are some), else the lowest;
+5. ``run/eval/<rung>/<policy>``: base, one-shot base, SFT and SFT + RL on every rung's held-out tasks, paired over
+   the same tasks and sampling seeds;
+6. ``run/REPORT.md`` / ``.html`` and ``run/summary.json``: per rung, completion and the paired gains, which rungs
+   are out of reach and what would change that, stage times and peak memory.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from sandgym.tasks.definitions import definition_source
 from sandgym.tasks.load import load_jsonl, save_jsonl
 from sandgym.tasks.task import Task
 from sandgym.train.checkpoint import latest_checkpoint
-from sandgym.train.config import load_config
+from sandgym.train.config import TrainConfig, load_config
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Size:
     rungs: tuple[str, ...]
     """The rungs made and scored by default (``--rungs`` overrides)."""
     probe_tasks: int
-    """Train tasks per rung the base model is probed on (2 samples each)."""
+    """Train tasks per rung the base model and the warm start are probed on (one sample each)."""
     sft_episodes: int
     sft_epochs: int
     rl_steps: int
@@ -58,7 +61,7 @@ class Size:
     group_size: int
     rl_lr: float
     samples: int
-    """Samples per held-out task."""
+    """Samples per held-out task (cpu: 1, on every held-out task: the variance is between tasks)."""
 
     def toml(self) -> dict[str, object]:
         return {"sft_episodes": self.sft_episodes, "sft_epochs": self.sft_epochs, "rl_steps": self.rl_steps,
@@ -66,15 +69,15 @@ class Size:
 
 
 SIZES: dict[str, Size] = {
-    "cpu": Size(("complete", "fix", "find"), probe_tasks=8, sft_episodes=64, sft_epochs=3, rl_steps=6, tasks_per_step=4,
-                group_size=4, rl_lr=1e-4, samples=2),
+    "cpu": Size(("complete", "fix", "find"), probe_tasks=8, sft_episodes=64, sft_epochs=3, rl_steps=6,
+                tasks_per_step=4, group_size=4, rl_lr=1e-4, samples=1),
     "gpu": Size(LADDER, probe_tasks=32, sft_episodes=256, sft_epochs=3, rl_steps=40, tasks_per_step=8,
                 group_size=8, rl_lr=5e-5, samples=4),
 }
 """``cpu`` (the default): the embedded 135M model on a 2-core CPU within an hour, the two lower rungs; ``gpu``: a
 bigger model on an accelerator, every rung up to the tool-using kinds (untested here: no GPU run of it is recorded)."""
 POLICIES = (("base", "base"), ("oneshot", "base, one-shot"), ("sft", "SFT"), ("sft_rl", "SFT + RL"))
-PROBE_SAMPLES = 2
+PROBE_SAMPLES = 1
 
 
 def split_rungs(tasks_path: Path, out: Path, rungs: tuple[str, ...]) -> dict[str, Path]:
@@ -135,8 +138,8 @@ def completion(rows: list[EpisodeRow], samples: int) -> dict[str, Any]:
     return dict(summarize(rows, samples)["completion"])
 
 
-def probe(files: Mapping[str, Path], model: str, out: Path, size: Size) -> dict[str, dict[str, Any]]:
-    """The base model on ``size.probe_tasks`` train tasks of each rung; ``out/probe.json``."""
+def probe(files: Mapping[str, Path], spec: str, out: Path, size: Size) -> dict[str, dict[str, Any]]:
+    """Policy ``spec`` on ``size.probe_tasks`` train tasks of each rung; ``out/probe.json``."""
     path = out / "probe.json"
     if path.is_file():
         found: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
@@ -145,22 +148,22 @@ def probe(files: Mapping[str, Path], model: str, out: Path, size: Size) -> dict[
     result = {}
     for rung, file in files.items():
         cfg = eval_config(f"{file}:train", rung, out / rung, PROBE_SAMPLES, size.probe_tasks)
-        rows = evaluate(model, "base", cfg, out / rung)
+        rows = evaluate(spec, "policy", cfg, out / rung)
         result[rung] = {"tasks": len({r.task_id for r in rows}), "episodes": len(rows),
                         "solved": sum(r.success for r in rows), "completion": completion(rows, PROBE_SAMPLES)}
-        print(f"[recipe] probe {rung}: base solved {result[rung]['solved']} of {len(rows)} train episodes",
+        print(f"[recipe] probe {out.name} on {rung}: solved {result[rung]['solved']} of {len(rows)} train episodes",
               file=sys.stderr, flush=True)
     path.write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
 
 
-def footholds(found: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], str]:
-    """The rungs to train (where the base model solved any probed train task; else the lowest) and why."""
-    held = [r for r in LADDER if r in found and found[r]["solved"] > 0]
+def footholds(*probes: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], str]:
+    """The rungs RL trains on (where a probed policy solved any train task; else the lowest) and why."""
+    rungs = [r for r in LADDER if r in probes[0]]
+    held = [r for r in rungs if any(p[r]["solved"] > 0 for p in probes)]
     if held:
-        return held, f"trained on {', '.join(held)}: the base model solved some of their probed train tasks"
-    low = next(r for r in LADDER if r in found)
-    return [low], f"no rung gave the base model a foothold; trained on the lowest, {low}"
+        return held, f"RL on {', '.join(held)}: the base model or the warm start solved some of their probed train tasks"
+    return rungs[:1], f"no rung gave the base model or the warm start a foothold; RL on the lowest, {rungs[0]}"
 
 
 def peak_memory_mb() -> float:
@@ -170,15 +173,15 @@ def peak_memory_mb() -> float:
     return round(max(own, kids) / 1024, 1)
 
 
-def train_rungs(out: Path, trained: list[str], files: Mapping[str, Path], model: str, size: Size,
-                overrides: list[str], timings: dict[str, float]) -> tuple[str, str]:
-    """SFT then GRPO on the trained rungs' train splits; returns the SFT adapter and the run directory."""
+def warm_start(out: Path, files: Mapping[str, Path], model: str, size: Size, overrides: list[str],
+               timings: dict[str, float]) -> TrainConfig:
+    """``train.toml`` (every rung; kept when present) and the SFT warm start on its demonstrations."""
     from sandgym.train.sft import run_sft
 
     run_dir = out / "run" / "train"
     toml = out / TRAIN_NAME
     if not toml.is_file():
-        toml.write_text(ladder_toml({r: f"{files[r].as_posix()}:train" for r in trained}, model,
+        toml.write_text(ladder_toml({r: f"{f.as_posix()}:train" for r, f in files.items()}, model,
                                     run_dir.as_posix(), size.toml()), encoding="utf-8")
     config = load_config(str(toml), [*overrides, f'out_dir="{run_dir.as_posix()}"'])
     check_same_config(out / "run", config)
@@ -189,25 +192,29 @@ def train_rungs(out: Path, trained: list[str], files: Mapping[str, Path], model:
     if not (sft_dir / "adapter" / "adapter_config.json").is_file():
         run_sft(config, sft_dir)
         timings["sft"] = time.perf_counter() - t
+    return config
+
+
+def reinforce(config: TrainConfig, rungs: list[str], timings: dict[str, float]) -> str:
+    """GRPO from the warm start on ``rungs`` (their entries of the config's mix); returns the run directory."""
+    run_dir = Path(config.out_dir)
+    mix = tuple(d for d in config.domains.mix if d.name in rungs) or config.domains.mix
+    rl = replace(config, init="base", domains=replace(config.domains, mix=mix),
+                 model=replace(config.model, adapter=str(run_dir / "sft" / "adapter")))
     t = time.perf_counter()
-    rl = replace(config, init="base", model=replace(config.model, adapter=str(sft_dir / "adapter")))
     done = latest_checkpoint(run_dir)
     if done is None or not done.name.endswith(f"{config.optim.steps:06d}"):
         train_with_eval(rl, resume=done is not None)
         timings["rl"] = time.perf_counter() - t
-    return str(sft_dir / "adapter"), str(run_dir)
+    return str(run_dir)
 
 
-def score(out: Path, rung: str, file: Path, specs: Mapping[str, str], samples: int,
-          timings: dict[str, float]) -> dict[str, list[EpisodeRow]]:
+def score(out: Path, rung: str, file: Path, specs: Mapping[str, str], samples: int) -> dict[str, list[EpisodeRow]]:
     """Each policy on the rung's held-out tasks (the one-shot base on their one-shot copies)."""
     rows = {}
     for name, _ in POLICIES:
         suite = file.with_name(f"{rung}-oneshot.jsonl") if name == "oneshot" else file
-        cfg = eval_config(f"{suite}:heldout", rung, out / rung, samples)
-        t = time.perf_counter()
-        rows[name] = evaluate(specs[name], name, cfg, out / rung)
-        timings[f"eval_{rung}_{name}"] = timings.get(f"eval_{rung}_{name}", 0.0) + time.perf_counter() - t
+        rows[name] = evaluate(specs[name], name, eval_config(f"{suite}:heldout", rung, out / rung, samples), out / rung)
     return rows
 
 
@@ -237,31 +244,32 @@ OUT_OF_REACH = ("out of reach for this model at this size: what would change tha
 
 
 def ladder_report(summary: Mapping[str, Any]) -> Report:
-    """Per rung: the probe, and for a trained rung each policy's held-out completion with the paired gains."""
+    """Per rung: the probes, each policy's held-out completion with the paired gains, and what is out of reach."""
     sections = []
     lines = []
-    for rung, found in summary["probe"].items():
-        m = summary["rungs"].get(rung)
-        if m is None:
-            lines.append(f"`{rung}`: base solved {found['solved']} of {found['episodes']} probed train episodes; "
-                         + ("not trained: " + OUT_OF_REACH if not found["solved"] else "not trained"))
-            continue
+    for rung, m in summary["rungs"].items():
         g = m["gains"]
         best = max(("sft_vs_base", "sft_rl_vs_base"), key=lambda k: (g[k] or {}).get("diff", {}).get("value", -1))
-        lines.append(f"`{rung}` ({m['tasks']} held-out tasks x {m['samples']}): trained over base "
+        solved = any(m["completion"][n]["value"] > 0 for n in ("sft", "sft_rl"))
+        lines.append(f"`{rung}` ({m['tasks']} held-out tasks x {m['samples']}; "
+                     f"{'RL trained' if rung in summary['rl_rungs'] else 'SFT only, no RL'}): trained over base "
                      f"{_gain(g[best])} ({'SFT' if best == 'sft_vs_base' else 'SFT + RL'}): {verdict(g[best])}; "
                      f"over the one-shot base {_gain(g[best.replace('base', 'oneshot')])}; RL over SFT "
-                     f"{_gain(g['rl_vs_sft'])}: {verdict(g['rl_vs_sft'])}")
+                     f"{_gain(g['rl_vs_sft'])}: {verdict(g['rl_vs_sft'])}"
+                     + ("" if solved else f". {OUT_OF_REACH}"))
         rows = []
         for name, label in POLICIES:
             rows.append((label, format_interval(m["completion"][name]),
                          _gain(g.get(f"{name}_vs_base")) if name != "base" else "-",
                          _gain(g.get(f"{name}_vs_oneshot")) if name in ("sft", "sft_rl") else "-"))
         rows.append(("RL over SFT (paired)", _gain(g["rl_vs_sft"]), "", ""))
+        probes = "; ".join(f"{who} solved {p[rung]['solved']} of {p[rung]['episodes']}"
+                           for who, p in (("base", summary["probe"]["base"]), ("warm start", summary["probe"]["sft"])))
         sections.append(Section(f"Rung `{rung}`", (
             Table(("policy", "held-out completion", "vs base (paired)", "vs one-shot base (paired)"), tuple(rows)),
             Text(f"{m['tasks']} held-out tasks x {m['samples']} samples, sampling at 0.7; 95% bootstrap intervals "
-                 "over tasks; gains paired over the same tasks and seeds (sign-flip test)."))))
+                 "over tasks; gains paired over the same tasks and seeds (sign-flip test). Probed train tasks: "
+                 f"{probes}."))))
     timings = summary["timings"]
     return Report("sandgym recipe repo: the ladder", (
         Section("Headline", (Text(summary["why"]), Bullets(tuple(lines)))),
@@ -274,11 +282,12 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
 
 def run_ladder(out: Path, tasks_path: Path, rungs: tuple[str, ...], model: str, size: Size,
                overrides: list[str]) -> dict[str, Any]:
-    """Stages 1-5 of the module docstring; returns the summary written to ``out/run/summary.json``."""
+    """Stages 1-6 of the module docstring; returns the summary written to ``out/run/summary.json``."""
     stamp = out / "run" / "timings.json"
     timings: dict[str, float] = json.loads(stamp.read_text()) if stamp.is_file() else {}
 
-    def save() -> None:
+    def timed(stage: str, t: float) -> None:
+        timings.setdefault(stage, time.perf_counter() - t)
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(json.dumps(timings, indent=2), encoding="utf-8")
 
@@ -286,21 +295,26 @@ def run_ladder(out: Path, tasks_path: Path, rungs: tuple[str, ...], model: str, 
     t = time.perf_counter()
     if is_embedded(model):
         ensure_embedded_model()
-    found = probe(files, model, out / "probe", size)
-    timings.setdefault("probe", time.perf_counter() - t)
-    save()
-    trained, why = footholds(found)
+    base = probe(files, model, out / "probe" / "base", size)
+    timed("probe_base", t)
+    config = warm_start(out, files, model, size, overrides, timings)
+    timed("sft", t)
+    t = time.perf_counter()
+    sft = str(Path(config.out_dir) / "sft" / "adapter")
+    warm = probe(files, sft, out / "probe" / "sft", size)
+    timed("probe_sft", t)
+    rl_rungs, why = footholds(base, warm)
     print(f"[recipe] {why}", file=sys.stderr, flush=True)
-    sft, run_dir = train_rungs(out, trained, files, model, size, overrides, timings)
-    save()
+    run_dir = reinforce(config, rl_rungs, timings)
+    timed("rl", t)
     specs = {"base": model, "oneshot": model, "sft": sft, "sft_rl": run_dir}
     metrics = {}
-    for rung in trained:
-        rows = score(out / "run" / "eval", rung, files[rung], specs, size.samples, timings)
-        metrics[rung] = rung_metrics(rows, size.samples)
-        save()
-    summary = {"probe": found, "trained": trained, "why": why, "rungs": metrics, "timings": timings,
-               "peak_memory_mb": peak_memory_mb()}
+    for rung, file in files.items():
+        t = time.perf_counter()
+        metrics[rung] = rung_metrics(score(out / "run" / "eval", rung, file, specs, size.samples), size.samples)
+        timed(f"eval_{rung}", t)
+    summary = {"probe": {"base": base, "sft": warm}, "rl_rungs": rl_rungs, "why": why, "rungs": metrics,
+               "timings": timings, "peak_memory_mb": peak_memory_mb()}
     (out / "run" / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     ladder_report(summary).write(out / "run", stem="REPORT")
     return summary

@@ -16,6 +16,7 @@ from sandgym.private.feedback import RewardMapping, import_feedback
 from sandgym.private.fromrepo import DEFAULT_KINDS, KINDS, REPORT_NAME, TASKS_NAME, FromRepoConfig, run
 from sandgym.private.judge import JudgeReward
 from sandgym.private.recipe import TRAIN_NAME, write_recipe
+from sandgym.private.rungs import RUNGS
 from sandgym.private.scrub import parse_patterns
 
 
@@ -133,6 +134,10 @@ def cmd_from_repo(args: argparse.Namespace) -> int:
         print(f"  {network} baseline error line(s) need a network, which the sandbox does not have")
     print(f"wrote {Path(args.out) / TASKS_NAME} and {Path(args.out) / REPORT_NAME}")
     splits = report["made_by_split"]
+    if set(report["made_by_kind"]) & set(RUNGS):  # each rung rolls out its own way: the recipe writes that config
+        print(f"next: sandgym recipe repo {args.path} --out {args.out}    # the ladder: probe, train and score per "
+              "rung (it reuses these tasks)")
+        return 0 if result.made else 1
     for path in write_recipe(args.out, model=args.model, n_train=splits.get("train", 0),
                              n_heldout=splits.get("heldout", 0)):
         verb = "train on the train split" if path.name == TRAIN_NAME else "score it on the held-out split"

@@ -30,20 +30,21 @@ def test_recipe_runs_every_stage_and_resumes(tmp_path: Path, tiny_model_dir: Any
     assert set(report["made_by_kind"]) == {"complete", "fix"}
     for rung in ("complete", "fix"):
         assert (out / "rungs" / f"{rung}.jsonl").is_file() and (out / "rungs" / f"{rung}-oneshot.jsonl").is_file()
-    probe = json.loads((out / "probe" / "probe.json").read_text())
-    assert set(probe) == {"complete", "fix"}
+    for who in ("base", "sft"):  # the base model, then the warm start, on each rung's train tasks
+        assert set(json.loads((out / "probe" / who / "probe.json").read_text())) == {"complete", "fix"}
     summary = json.loads((out / "run" / "summary.json").read_text())
-    # a random model solves nothing: no foothold, so the lowest rung is trained, and the report says so
-    assert summary["trained"] == ["complete"] and "no rung gave the base model a foothold" in summary["why"]
-    assert set(summary["timings"]) >= {"probe", "sft", "rl", "eval_complete_base", "eval_complete_oneshot",
-                                       "eval_complete_sft", "eval_complete_sft_rl"}
+    # a random model solves nothing: no foothold, so RL trains on the lowest rung, and the report says so
+    assert summary["rl_rungs"] == ["complete"] and "no rung gave the base model or the warm start" in summary["why"]
+    assert set(summary["timings"]) >= {"probe_base", "sft", "probe_sft", "rl", "eval_complete", "eval_fix"}
     assert summary["peak_memory_mb"] > 0
-    m = summary["rungs"]["complete"]
-    assert set(m["completion"]) == {"base", "oneshot", "sft", "sft_rl"} and m["tasks"] >= 1
+    for rung in ("complete", "fix"):  # every rung scored, each policy paired with the others
+        m = summary["rungs"][rung]
+        assert set(m["completion"]) == {"base", "oneshot", "sft", "sft_rl"} and m["tasks"] >= 1
+        assert m["gains"]["rl_vs_sft"] is not None
     text = (out / "run" / "REPORT.md").read_text()
-    assert "Rung `complete`" in text and "out of reach for this model" in text  # fix: not trained, said plainly
+    assert "Rung `complete`" in text and "Rung `fix`" in text and "out of reach for this model" in text
     train = (out / "train.toml").read_text()
-    assert "rungs/complete.jsonl:train" in train and "fix.jsonl" not in train
+    assert "rungs/complete.jsonl:train" in train and "rungs/fix.jsonl:train" in train  # SFT on every rung
     capsys.readouterr()
     assert main(args) == 0  # every stage is found done
     assert "tasks: reusing" in capsys.readouterr().err
