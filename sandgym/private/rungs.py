@@ -34,7 +34,7 @@ RUNGS: tuple[str, ...] = ("complete", "fix", "find")
 """The kinds this module poses: one definition, answered with one code block (``find``: its name)."""
 TURNS = {"complete": 1, "fix": 3, "find": 1}
 """Model turns each rung's tasks allow (``Task.limits.max_turns``)."""
-CONTEXT_TOKENS = 1024
+CONTEXT_TOKENS = 384
 """How much of the module a ``complete`` prompt shows around the definition (tokens, as CHARS_PER_TOKEN counts)."""
 PREFIX_CUTS: tuple[float, ...] = (1 / 3, 2 / 3)
 """Extra ``complete`` tasks of a train definition: the body shown up to these shares of its lines."""
