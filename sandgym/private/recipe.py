@@ -108,19 +108,19 @@ def write_recipe(out: str | Path, *, model: str, n_train: int, n_heldout: int,
 
 
 RUNG_ROLLOUT: dict[str, dict[str, object]] = {
-    "complete": {"max_new_tokens": 192, "max_turns": 1, "max_total_tokens": 2048, "code_action": "submit",
+    "complete": {"max_new_tokens": 192, "max_turns": 1, "max_total_tokens": 3072, "code_action": "submit",
                  "tools": ["submit"],
                  "env_kwargs": {"system_prompt": "You write Python. Reply with one ```python code block that holds "
                                                  "the definition asked for (the def line and the body); it "
                                                  "replaces that definition in {entry_file} and the project's tests "
                                                  "decide."}},
-    "fix": {"max_new_tokens": 192, "max_turns": 3, "max_total_tokens": 2048, "code_action": "test",
+    "fix": {"max_new_tokens": 192, "max_turns": 3, "max_total_tokens": 3072, "code_action": "test",
             "tools": ["submit"],
             "env_kwargs": {"system_prompt": "You fix Python. Reply with one ```python code block that holds the "
                                             "corrected definition (the def line and the body); it replaces that definition in "
                                             "{entry_file} and the project's tests run on it. If a test fails, reply "
                                             "with a corrected block. When the tests pass, reply SUBMIT."}},
-    "find": {"max_new_tokens": 48, "max_turns": 1, "max_total_tokens": 2048, "code_action": "submit",
+    "find": {"max_new_tokens": 48, "max_turns": 1, "max_total_tokens": 3072, "code_action": "submit",
              "tools": ["submit"],
              "env_kwargs": {"system_prompt": "You read bug reports of a Python project. Reply with one ```python "
                                              "code block holding only the name asked for; it is your answer."}},
