@@ -281,10 +281,13 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
 
 
 def run_ladder(out: Path, tasks_path: Path, rungs: tuple[str, ...], model: str, size: Size,
-               overrides: list[str]) -> dict[str, Any]:
-    """Stages 1-6 of the module docstring; returns the summary written to ``out/run/summary.json``."""
+               overrides: list[str], tasks_s: float | None = None) -> dict[str, Any]:
+    """Stages 1-6 of the module docstring (``tasks_s``: how long making the tasks took, when this run made them);
+    returns the summary written to ``out/run/summary.json``."""
     stamp = out / "run" / "timings.json"
     timings: dict[str, float] = json.loads(stamp.read_text()) if stamp.is_file() else {}
+    if tasks_s is not None:
+        timings["tasks"] = tasks_s
 
     def timed(stage: str, t: float) -> None:
         timings.setdefault(stage, time.perf_counter() - t)

@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,11 +109,14 @@ def cmd_recipe_repo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"sandgym recipe repo: {args.path}, writing to {out} (tasks, rungs/, probe/, {TRAIN_NAME}; training, "
           f"evaluation and REPORT.md in {out / RUN_NAME})", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    made = not (out / TASKS_NAME).is_file()
     make_tasks(args, out)
     size = SIZES[args.size]
     if args.samples:
         size = dataclasses.replace(size, samples=args.samples)
-    summary = run_ladder(out, out / TASKS_NAME, rungs(args), args.model, size, list(args.overrides))
+    summary = run_ladder(out, out / TASKS_NAME, rungs(args), args.model, size, list(args.overrides),
+                         tasks_s=time.perf_counter() - t if made else None)
     print("\n" + ladder_report(summary).markdown())
     print(f"report:      {out / RUN_NAME / 'REPORT.md'} ({out / RUN_NAME / 'REPORT.html'})")
     print(f"training:    {out / RUN_NAME / 'train'} (metrics.jsonl, sft/, checkpoints/)")

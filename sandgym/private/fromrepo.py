@@ -419,18 +419,26 @@ def _generate(config: FromRepoConfig, snap: Snapshot, files: dict[str, str], tes
                 discards.append(Discard(cand, "no_mutation_site", "no single-line site to mutate"))
                 continue
             outcome: Task | Discard | None = None
+            # a train definition's fix rung keeps every verified mutant (more demonstrations); others the first
+            wanted = len(mutations) if kind == "fix" and split_of(splits, target) == "train" else 1
+            found: list[Task] = []
             for mutation in mutations:
                 outcome = _try(config, snap, files, tests, target, mutation, passing, collected, instances, broken,
                                runner, splits, scrubber)
                 if isinstance(outcome, Task):
-                    break
-            if isinstance(outcome, Task):
+                    found.append(outcome if not found else
+                                 dataclasses.replace(outcome, metadata={**outcome.metadata, "variant": len(found)}))
+                    if len(found) >= wanted:
+                        break
+            for outcome in found:
                 if any(t.id == outcome.id for t in made):  # e.g. a property and its setter share a name
                     outcome = dataclasses.replace(outcome, id=f"{outcome.id}-L{target.lineno}")
                 made.append(outcome)
                 made += prefix_variants(outcome, target, files[target.file], splits)
                 log.info("from-repo: made %s (%d made, %d discarded)", outcome.id, len(made), len(discards))
-            elif outcome is not None:
+            if found:
+                continue
+            if outcome is not None and not isinstance(outcome, Task):
                 discards.append(Discard(cand, outcome.reason, outcome.detail))
                 log.info("from-repo: discarded %s: %s (%d made, %d discarded)", cand, outcome.reason, len(made),
                          len(discards))

@@ -173,12 +173,21 @@ def test_a_one_module_project_hides_heldout_bodies_from_train_prompts(ladders: d
                 assert "raise NotImplementedError" in after.split("\ndef ", 1)[0]
 
 
-def test_train_definitions_get_more_complete_tasks_than_heldout_ones(ladders: dict[str, FromRepoResult]) -> None:
-    tasks = ladders["minicalc"].tasks
+def test_train_definitions_get_more_tasks_than_heldout_ones(ladders: dict[str, FromRepoResult]) -> None:
+    """Extra demonstrations from the same verified candidates: cut points of ``complete``, more mutants of ``fix``;
+    a held-out definition is posed once per rung."""
+    tasks = [t for r in ladders.values() for t in r.tasks]
     variants = [t for t in tasks if t.metadata.get("variant")]
-    assert variants and all(t.split == "train" and t.metadata["kind"] == "complete" for t in variants)
-    for v in variants:
+    assert all(t.split == "train" for t in variants)
+    cuts = [t for t in variants if t.metadata["kind"] == "complete"]
+    mutants = [t for t in variants if t.metadata["kind"] == "fix"]
+    assert cuts and mutants and {t.metadata["kind"] for t in variants} == {"complete", "fix"}
+    for v in cuts:
         assert "the rest of the body" in v.prompt and _body(v) not in _flat(v.prompt)
+    for v in mutants:  # another verified bug of a definition that already has a fix task
+        first = [t for t in tasks if t.metadata["kind"] == "fix" and not t.metadata.get("variant")
+                 and t.metadata["function"] == v.metadata["function"] and t.metadata["repo"] == v.metadata["repo"]]
+        assert first and first[0].metadata["mutation"] != v.metadata["mutation"] and first[0].id != v.id
 
 
 @pytest.mark.parametrize("kind,code_action,style", [("complete", "submit", "code"), ("fix", "test", "fix"),
