@@ -18,6 +18,7 @@ TINY = ["--set", "optim.steps=1", "--set", "optim.tasks_per_step=1", "--set", "a
         "--set", "sft.episodes=2", "--set", "sft.epochs=1", "--set", "checkpoint.every=1"]
 
 
+@pytest.mark.timeout(900)  # a hang guard: every stage (two probes, SFT, RL, 4 policies x 2 rungs) loads a model
 def test_recipe_runs_every_stage_and_resumes(tmp_path: Path, tiny_model_dir: Any,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     sandbox_or_skip()
