@@ -239,7 +239,7 @@ def _gain(g: Mapping[str, Any] | None) -> str:
     return "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}"
 
 
-OUT_OF_REACH = ("out of reach for this model at this size: what would change that is a bigger model (--model), a GPU "
+OUT_OF_REACH = ("Out of reach for this model at this size: what would change that is a bigger model (--model), a GPU "
                 "(--size gpu: more demonstrations and RL steps), or more demonstrations of it (--set sft.episodes=N)")
 
 
@@ -251,7 +251,7 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
         g = m["gains"]
         solved = any(m["completion"][n]["value"] > 0 for n in ("sft", "sft_rl"))
         lines.append(f"`{rung}` ({m['tasks']} held-out tasks x {m['samples']}; "  # the recipe's adapter: SFT + RL
-                     f"{'RL trained' if rung in summary['rl_rungs'] else 'SFT only, no RL'}): the adapter (SFT + RL) "
+                     f"{'RL trained on it' if rung in summary['rl_rungs'] else 'no RL on this rung'}): the adapter (SFT + RL) "
                      f"over base {_gain(g['sft_rl_vs_base'])}: {verdict(g['sft_rl_vs_base'])}; over the one-shot "
                      f"base {_gain(g['sft_rl_vs_oneshot'])}: {verdict(g['sft_rl_vs_oneshot'])}; RL over SFT "
                      f"{_gain(g['rl_vs_sft'])}: {verdict(g['rl_vs_sft'])}" + ("" if solved else f". {OUT_OF_REACH}"))

@@ -43,7 +43,7 @@ def test_recipe_runs_every_stage_and_resumes(tmp_path: Path, tiny_model_dir: Any
         assert set(m["completion"]) == {"base", "oneshot", "sft", "sft_rl"} and m["tasks"] >= 1
         assert m["gains"]["rl_vs_sft"] is not None
     text = (out / "run" / "REPORT.md").read_text()
-    assert "Rung `complete`" in text and "Rung `fix`" in text and "out of reach for this model" in text
+    assert "Rung `complete`" in text and "Rung `fix`" in text and "Out of reach for this model" in text
     train = (out / "train.toml").read_text()
     assert "rungs/complete.jsonl:train" in train and "rungs/fix.jsonl:train" in train  # SFT on every rung
     capsys.readouterr()
