@@ -33,6 +33,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import sandgym.pysyntax as pysyntax
+
 __all__ = ["DefinitionError", "definition_source", "definition_span", "splice_definition"]
 
 
@@ -44,7 +46,7 @@ Node = ast.FunctionDef | ast.AsyncFunctionDef
 
 def _parse(source: str, what: str) -> ast.Module:
     try:
-        return ast.parse(source)
+        return pysyntax.parse(source)
     except SyntaxError as exc:
         raise DefinitionError(f"{what} does not parse: {exc.msg} (line {exc.lineno}); send the whole definition in one "
                         "```python block") from exc
