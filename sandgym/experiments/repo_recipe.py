@@ -69,7 +69,7 @@ def add_commands(sub: Any) -> None:
 
 
 def make_tasks(args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Stage 1, or the report of an earlier run's tasks in ``out``; the train config is written when missing."""
+    """Stage 1, or the report of an earlier run's tasks in ``out``."""
     report_path = out / REPORT_NAME
     if (out / TASKS_NAME).is_file() and report_path.is_file():
         print(f"[recipe] tasks: reusing {out / TASKS_NAME} (--rungs, --max-tasks, --heldout-fraction, -r and "
