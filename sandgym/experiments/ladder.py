@@ -10,8 +10,9 @@ Stages after the tasks (``sandgym.experiments.repo_recipe``), each found done by
    demonstration needs no foothold: it is what gives one);
 4. ``probe/sft``: the warm start on the same train tasks; ``run/train``: GRPO on the rungs where the base model or
    the warm start solved any of them (RL reinforces successes, so it goes where there are some), else the lowest;
-5. ``run/eval/<rung>/<policy>``: base, one-shot base, SFT and SFT + RL on every rung's held-out tasks, paired over
-   the same tasks and sampling seeds;
+5. ``run/eval/<rung>/<policy>``: base, one-shot base, SFT and SFT + RL on the held-out tasks of the rungs RL trained
+   on (every rung with ``--score-all``, the default of ``--size gpu``), paired over the same tasks and sampling seeds;
+   a rung where neither probe solved a task is reported out of reach from its probes;
 6. ``run/REPORT.md`` / ``.html`` and ``run/summary.json``: per rung, completion and the paired gains, which rungs
    are out of reach and what would change that, stage times and peak memory.
 """
@@ -62,6 +63,9 @@ class Size:
     rl_lr: float
     samples: int
     """Samples per held-out task (cpu: 1, on every held-out task: the variance is between tasks)."""
+    score_all: bool
+    """Score every rung's held-out tasks, not only the rungs RL trained on (cpu: off: a rung out of reach costs up to
+    45 minutes of evaluation here to confirm 0.000 four times)."""
 
     def toml(self) -> dict[str, object]:
         return {"sft_episodes": self.sft_episodes, "sft_epochs": self.sft_epochs, "rl_steps": self.rl_steps,
@@ -70,9 +74,9 @@ class Size:
 
 SIZES: dict[str, Size] = {
     "cpu": Size(("complete", "fix", "find"), probe_tasks=8, sft_episodes=64, sft_epochs=3, rl_steps=6,
-                tasks_per_step=4, group_size=4, rl_lr=1e-4, samples=1),
+                tasks_per_step=4, group_size=4, rl_lr=1e-4, samples=1, score_all=False),
     "gpu": Size(LADDER, probe_tasks=32, sft_episodes=256, sft_epochs=3, rl_steps=40, tasks_per_step=8,
-                group_size=8, rl_lr=5e-5, samples=4),
+                group_size=8, rl_lr=5e-5, samples=4, score_all=True),
 }
 """``cpu`` (the default): the embedded 135M model on a 2-core CPU within an hour, the two lower rungs; ``gpu``: a
 bigger model on an accelerator, every rung up to the tool-using kinds (untested here: no GPU run of it is recorded)."""
@@ -218,6 +222,21 @@ def score(out: Path, rung: str, file: Path, specs: Mapping[str, str], samples: i
     return rows
 
 
+def name_guess(task: Task) -> bool:
+    """A ``find`` task answered without a model: the first failing test's name less its ``test_`` prefix."""
+    tests = task.metadata.get("hidden_tests") or []
+    guess = str(tests[0]).rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_") if tests else ""
+    return bool(guess) and str(task.verifier.answer).rsplit(".", 1)[-1] == guess
+
+
+def name_baseline(file: Path, rows: list[EpisodeRow]) -> dict[str, Any]:
+    """How many held-out ``find`` tasks the test-name guess answers, and how many of the others ``rows`` solved."""
+    tasks = [t for t in load_jsonl(file) if t.split == "heldout"]
+    guessed = {t.id for t in tasks if name_guess(t)}
+    beyond = {r.task_id for r in rows if r.success and r.task_id not in guessed}
+    return {"tasks": len(tasks), "guessed": len(guessed), "solved_beyond": len(beyond)}
+
+
 def rung_metrics(rows: Mapping[str, list[EpisodeRow]], samples: int) -> dict[str, Any]:
     """Completion per policy and the paired gains the report shows."""
     pairs = {"sft_vs_base": ("sft", "base"), "sft_rl_vs_base": ("sft_rl", "base"),
@@ -237,6 +256,11 @@ def verdict(gain: Mapping[str, Any] | None) -> str:
 
 def _gain(g: Mapping[str, Any] | None) -> str:
     return "n/a" if not g else f"{format_interval(g['diff'], signed=True)} {format_p(g['p_value'])}"
+
+
+def _probes(summary: Mapping[str, Any], rung: str) -> str:
+    return "; ".join(f"{who} solved {p[rung]['solved']} of {p[rung]['episodes']}"
+                     for who, p in (("base", summary["probe"]["base"]), ("warm start", summary["probe"]["sft"])))
 
 
 OUT_OF_REACH = ("Out of reach for this model at this size: what would change that is a bigger model (--model), a GPU "
@@ -261,13 +285,21 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
                          _gain(g.get(f"{name}_vs_base")) if name != "base" else "-",
                          _gain(g.get(f"{name}_vs_oneshot")) if name in ("sft", "sft_rl") else "-"))
         rows.append(("RL over SFT (paired)", _gain(g["rl_vs_sft"]), "", ""))
-        probes = "; ".join(f"{who} solved {p[rung]['solved']} of {p[rung]['episodes']}"
-                           for who, p in (("base", summary["probe"]["base"]), ("warm start", summary["probe"]["sft"])))
+        notes = [Text(f"{m['tasks']} held-out tasks x {m['samples']} samples, sampling at 0.7; 95% bootstrap "
+                      "intervals over tasks; gains paired over the same tasks and seeds (sign-flip test). Probed "
+                      f"train tasks: {_probes(summary, rung)}.")]
+        if (b := m.get("test_name_baseline")) is not None:
+            notes.append(Text(f"A guess without a model, the failing test's name less its `test_` prefix, names "
+                              f"{b['guessed']} of {b['tasks']} held-out definitions; SFT + RL named {b['solved_beyond']}"
+                              " of the others: a gain at this rung is the answer's form and reading the report, and the "
+                              "share beyond the guess is what is more than the test's name."))
         sections.append(Section(f"Rung `{rung}`", (
             Table(("policy", "held-out completion", "vs base (paired)", "vs one-shot base (paired)"), tuple(rows)),
-            Text(f"{m['tasks']} held-out tasks x {m['samples']} samples, sampling at 0.7; 95% bootstrap intervals "
-                 "over tasks; gains paired over the same tasks and seeds (sign-flip test). Probed train tasks: "
-                 f"{probes}."))))
+            *notes)))
+    for rung in summary.get("unscored", ()):
+        lines.append(f"`{rung}` (held-out tasks not scored; no RL on this rung): neither probe solved a train task "
+                     f"({_probes(summary, rung)}), so its held-out tasks were not scored (`--score-all` scores "
+                     f"them). {OUT_OF_REACH}")
     timings = summary["timings"]
     return Report("sandgym recipe repo: the ladder", (
         Section("Headline", (Text(summary["why"]), Bullets(tuple(lines)))),
@@ -311,11 +343,17 @@ def run_ladder(out: Path, tasks_path: Path, rungs: tuple[str, ...], model: str, 
     specs = {"base": model, "oneshot": model, "sft": sft, "sft_rl": run_dir}
     metrics = {}
     for rung, file in files.items():
+        if not size.score_all and rung not in rl_rungs:
+            continue
         t = time.perf_counter()
-        metrics[rung] = rung_metrics(score(out / "run" / "eval", rung, file, specs, size.samples), size.samples)
+        rows = score(out / "run" / "eval", rung, file, specs, size.samples)
+        metrics[rung] = rung_metrics(rows, size.samples)
+        if rung == "find":
+            metrics[rung]["test_name_baseline"] = name_baseline(file, rows["sft_rl"])
         timed(f"eval_{rung}", t)
     summary = {"probe": {"base": base, "sft": warm}, "rl_rungs": rl_rungs, "why": why, "rungs": metrics,
-               "timings": timings, "peak_memory_mb": peak_memory_mb()}
+               "unscored": [r for r in files if r not in metrics], "timings": timings,
+               "peak_memory_mb": peak_memory_mb()}
     (out / "run" / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     ladder_report(summary).write(out / "run", stem="REPORT")
     return summary

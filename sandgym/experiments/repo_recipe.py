@@ -9,7 +9,8 @@ One command, in stages that a rerun with the same ``--out`` resumes:
    ``DIR/from_repo_report.json``;
 2. the ladder (``sandgym.experiments.ladder``): the base model probed on each rung's train tasks, an SFT warm start
    and GRPO on the rungs where it has a foothold (``DIR/train.toml``, kept when present so a user may edit it), then
-   base, one-shot base, SFT and SFT + RL on each trained rung's held-out tasks, paired; ``DIR/run/REPORT.md``.
+   base, one-shot base, SFT and SFT + RL on the held-out tasks of the rungs RL trained on (``--score-all``: every
+   rung), paired; ``DIR/run/REPORT.md``.
 """
 
 from __future__ import annotations
@@ -61,8 +62,11 @@ def add_commands(sub: Any) -> None:
                         "from-repo, run it first into --out: the recipe reuses the tasks there")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds for the baseline test run (default 120)")
     p.add_argument("--seed", type=int, default=0, help="seed of the tasks and the split")
-    p.add_argument("--samples", type=int, default=None, help="samples per held-out task (default: the size's, 2 on "
+    p.add_argument("--samples", type=int, default=None, help="samples per held-out task (default: the size's, 1 on "
                    "cpu)")
+    p.add_argument("--score-all", action="store_true", help="score every rung's held-out tasks (the default of "
+                   "--size gpu); with --size cpu only the rungs RL trained on are scored, and a rung neither probe "
+                   "solved a task of is reported out of reach from its probes")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a key of the training config, e.g. --set optim.steps=8 (repeatable)")
     p.set_defaults(func=cmd_recipe_repo)
@@ -115,6 +119,8 @@ def cmd_recipe_repo(args: argparse.Namespace) -> int:
     size = SIZES[args.size]
     if args.samples:
         size = dataclasses.replace(size, samples=args.samples)
+    if args.score_all:
+        size = dataclasses.replace(size, score_all=True)
     summary = run_ladder(out, out / TASKS_NAME, rungs(args), args.model, size, list(args.overrides),
                          tasks_s=time.perf_counter() - t if made else None)
     print("\n" + ladder_report(summary).markdown())

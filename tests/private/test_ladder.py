@@ -4,6 +4,7 @@ its own prompt, and the lower rungs solved by their oracle and by nothing less."
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections import defaultdict
 from pathlib import Path
@@ -12,9 +13,12 @@ import pytest
 
 from sandgym.agents.scripted import OracleAgent
 from sandgym.envs.tool_env import ToolEnv
+from sandgym.evaluate.episodes import EpisodeRow
+from sandgym.experiments.ladder import name_baseline, name_guess
 from sandgym.private.fromrepo import KINDS, FromRepoConfig, FromRepoResult, run
 from sandgym.private.rungs import LADDER
 from sandgym.tasks.definitions import definition_source
+from sandgym.tasks.load import save_jsonl
 from sandgym.tasks.task import Task
 from tests.private.conftest import sandbox_or_skip
 
@@ -217,3 +221,24 @@ def test_lower_rungs_are_solved_by_their_oracle_and_not_by_a_wrong_definition(
             assert reward < 1.0 and not info["outcome"].success
         finally:
             env.close()
+
+
+def test_the_test_name_guess_counts_what_a_find_task_gives_away(ladders: dict[str, FromRepoResult],
+                                                                  tmp_path: Path) -> None:
+    """The report's baseline without a model: the failing test's name less ``test_``. It names a definition whose
+    test is called after it, not one whose test is called otherwise, and counts the policy's successes beyond it."""
+    finds = [t for t in ladders["minicalc"].tasks if t.metadata["kind"] == "find"]
+    named = [t for t in finds if name_guess(t)]
+    assert named, [t.metadata["hidden_tests"] for t in finds]
+    for t in named:
+        test = t.metadata["hidden_tests"][0].split("[", 1)[0]  # a parametrized test's id less its parameters
+        assert test.endswith(f"::test_{str(t.verifier.answer).rsplit('.', 1)[-1]}")
+    renamed = dataclasses.replace(named[0], id=f"{named[0].id}-renamed",
+                                  metadata={**named[0].metadata, "hidden_tests": ["tests/t.py::test_other"]})
+    assert not name_guess(renamed)
+    heldout = [dataclasses.replace(t, split="heldout") for t in (named[0], renamed)]
+    save_jsonl(heldout, tmp_path / "find.jsonl")
+    rows = [EpisodeRow(seed=0, task_id=t.id, domain="coding", family="repo_find", unseen=False, sample=0,
+                       success=True, reward=1.0, failure_mode="none", turns=1, gen_tokens=4, sandbox_s=0.0,
+                       truncated=False, infra_failure=False) for t in heldout]
+    assert name_baseline(tmp_path / "find.jsonl", rows) == {"tasks": 2, "guessed": 1, "solved_beyond": 1}

@@ -36,19 +36,26 @@ def test_recipe_runs_every_stage_and_resumes(tmp_path: Path, tiny_model_dir: Any
     summary = json.loads((out / "run" / "summary.json").read_text())
     # a random model solves nothing: no foothold, so RL trains on the lowest rung, and the report says so
     assert summary["rl_rungs"] == ["complete"] and "no rung gave the base model or the warm start" in summary["why"]
-    assert set(summary["timings"]) >= {"probe_base", "sft", "probe_sft", "rl", "eval_complete", "eval_fix"}
+    assert set(summary["timings"]) >= {"probe_base", "sft", "probe_sft", "rl", "eval_complete"}
     assert summary["peak_memory_mb"] > 0
-    for rung in ("complete", "fix"):  # every rung scored, each policy paired with the others
-        m = summary["rungs"][rung]
-        assert set(m["completion"]) == {"base", "oneshot", "sft", "sft_rl"} and m["tasks"] >= 1
-        assert m["gains"]["rl_vs_sft"] is not None
+    # the rung RL trained on is scored, each policy paired with the others; the rung without a foothold is not
+    assert list(summary["rungs"]) == ["complete"] and summary["unscored"] == ["fix"]
+    assert not (out / "run" / "eval" / "fix").exists()
     text = (out / "run" / "REPORT.md").read_text()
-    assert "Rung `complete`" in text and "Rung `fix`" in text and "Out of reach for this model" in text
+    assert "Rung `complete`" in text and "Rung `fix`" not in text and "Out of reach for this model" in text
+    assert "`fix` (held-out tasks not scored" in text and "`--score-all` scores them" in text
     train = (out / "train.toml").read_text()
     assert "rungs/complete.jsonl:train" in train and "rungs/fix.jsonl:train" in train  # SFT on every rung
     capsys.readouterr()
-    assert main(args) == 0  # every stage is found done
+    assert main([*args, "--score-all"]) == 0  # every stage is found done; only the other rung's evaluation runs
     assert "tasks: reusing" in capsys.readouterr().err
+    summary = json.loads((out / "run" / "summary.json").read_text())
+    assert summary["unscored"] == [] and set(summary["timings"]) >= {"eval_complete", "eval_fix"}
+    for rung in ("complete", "fix"):
+        m = summary["rungs"][rung]
+        assert set(m["completion"]) == {"base", "oneshot", "sft", "sft_rl"} and m["tasks"] >= 1
+        assert m["gains"]["rl_vs_sft"] is not None
+    assert "Rung `fix`" in (out / "run" / "REPORT.md").read_text()
 
 
 def test_recipe_rejects_an_unknown_rung(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
