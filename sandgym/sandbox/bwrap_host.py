@@ -293,6 +293,21 @@ def bwrap_argv(rt: Runtime, *, work: str, grader: str | None, tmp_mb: int, env: 
 SETPRIV = shutil.which("setpriv") or ("/usr/bin/setpriv" if os.path.exists("/usr/bin/setpriv") else None)
 
 
+def blocked_dir(path: str, uid: int) -> str | None:
+    """The first directory on the way to ``path`` (itself included) that ``uid`` (group ``uid``, no other groups:
+    :func:`as_uid`) may not enter, e.g. a 0700 home or clone directory; None when it can reach ``path``."""
+    real = Path(os.path.realpath(path))
+    for d in [*reversed(real.parents), real]:
+        try:
+            st = d.stat()
+        except OSError:
+            return str(d)
+        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == uid else 0o001
+        if not st.st_mode & bit:
+            return str(d)
+    return None
+
+
 def as_uid(argv: list[str], uid: int | None) -> tuple[list[str], dict[str, Any]]:
     """``(argv, Popen kwargs)`` that run ``argv`` as ``uid`` (None: as ourselves) in a new session.
 

@@ -103,6 +103,15 @@ class LocalSandbox:
             self._slot.release()
             self._slot = None
             raise SandboxError(reason)
+        blocked = bwrap_host.blocked_dir(python_env, self.uid) if python_env and self.uid is not None else None
+        if blocked is not None:
+            self._slot.release()
+            self._slot = None
+            raise SandboxError(f"the task environment {python_env} lies under {blocked} (mode "
+                               f"{os.stat(blocked).st_mode & 0o777:04o}), which the sandbox's user (uid {self.uid}) "
+                               f"cannot enter. Fix: make each directory on the way searchable (chmod o+x {blocked}), "
+                               "or declare the packages as the task's requirements so the sandbox builds the "
+                               f"environment under {pyenv.envs_dir()}, which it can reach")
         self.weak = reason is not None
         if self.weak:
             log.warning("SANDGYM WEAK ISOLATION: %s -- falling back to rlimits + uid drop only: NO network, "

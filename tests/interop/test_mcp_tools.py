@@ -3,24 +3,36 @@ sandbox, its tools join the agent's, calls are routed to it, and it is stopped b
 
 The server imports ``mcp``, so the sandbox needs it: a task declares ``requirements = ["mcp"]`` and the sandbox
 builds it into the task's environment (``sandgym.sandbox.pyenv``, which needs pip's index or a wheelhouse). Offline,
-these tests mount this interpreter's own site-packages as that environment instead (same Python version as the
-sandbox's interpreter); nothing else differs from a real episode."""
+these tests copy ``mcp`` and the distributions it requires from this interpreter's own site-packages into a directory
+the sandbox's user can reach, wherever the clone lives (a 0700 home or ``mktemp -d`` directory included), and mount
+that as the environment (same Python version as the sandbox's interpreter); nothing else differs from a real
+episode."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
+import shutil
 import sys
-import sysconfig
+import tempfile
 from dataclasses import replace
+from importlib import metadata
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp.server.mcpserver")
 
+from packaging.requirements import Requirement  # noqa: E402
+from packaging.utils import canonicalize_name  # noqa: E402
+
 from sandgym.envs.mcp_tools import McpServer, parse_servers  # noqa: E402
 from sandgym.envs.tool_env import ToolEnv  # noqa: E402
 from sandgym.errors import ConfigError  # noqa: E402
 from sandgym.rollout.spec import RolloutSpec  # noqa: E402
+from sandgym.sandbox.bwrap_host import RUNTIME_BASE  # noqa: E402
 from sandgym.sandbox.local import LocalSandbox  # noqa: E402
 from sandgym.sandbox.protocol import Limits  # noqa: E402
 from sandgym.tasks.task import Task, Verifier  # noqa: E402
@@ -93,9 +105,54 @@ TASK = Task(
 )
 
 
+def _closure(name: str) -> list[metadata.Distribution]:
+    """``name``'s distribution and every one it requires here (markers evaluated without extras)."""
+    seen: dict[str, metadata.Distribution] = {}
+    todo = [name]
+    while todo:
+        key = canonicalize_name(todo.pop())
+        if key in seen:
+            continue
+        try:
+            dist = seen[key] = metadata.distribution(key)
+        except metadata.PackageNotFoundError:
+            continue  # an optional dependency not installed here
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return list(seen.values())
+
+
+@functools.cache
+def mcp_env() -> str:
+    """``mcp`` and what it requires, copied from this interpreter's packages under the sandbox runtime's directory
+    (mode 0755 on the way): the clone's own ``.venv`` may sit in a directory the sandbox's user cannot enter."""
+    dists = _closure("mcp")
+    key = hashlib.sha256(repr(sorted((d.metadata["Name"], d.version) for d in dists)).encode()).hexdigest()[:16]
+    dest = RUNTIME_BASE / "test-envs" / f"mcp-{key}"
+    if not (dest / ".complete").is_file():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.parent.chmod(0o755)
+        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=dest.parent))
+        for dist in dists:
+            for f in dist.files or []:
+                if f.parts and f.parts[0] != "..":  # scripts installed outside site-packages are not imported
+                    target = tmp / f
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(f.locate(), target)  # type: ignore[arg-type]
+        for d in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+            d.chmod(0o755)
+        (tmp / ".complete").touch()
+        with contextlib.suppress(OSError):  # another worker got there first: keep theirs
+            tmp.rename(dest)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return str(dest)
+
+
 def own_site_packages(task: Task) -> LocalSandbox:
-    """The local sandbox with this interpreter's packages as the task's environment (see the module docstring)."""
-    return LocalSandbox(Limits(timeout_s=task.limits.exec_timeout_s), python_env=sysconfig.get_paths()["purelib"])
+    """The local sandbox with this interpreter's ``mcp`` as the task's environment (see the module docstring)."""
+    return LocalSandbox(Limits(timeout_s=task.limits.exec_timeout_s), python_env=mcp_env())
 
 
 def call(name: str, **arguments: object) -> str:

@@ -152,3 +152,42 @@ def test_training_on_a_suite_with_requirements_grades_with_them(wheelhouse: Path
     assert len(trajs) == 2 and not any(t.get("infra_failure") for t in trajs), trajs
     graded = [t for t in trajs if t["outcome"]]
     assert graded and all(t["outcome"]["failure_mode"] != "task_error" for t in graded), graded
+
+
+def test_an_environment_the_sandbox_user_cannot_reach_is_refused_naming_the_directory_and_the_fix() -> None:
+    """A task environment inside a private directory (a 0700 home or clone): the sandbox's user could not enter it,
+    so the sandbox refuses to start and names the directory, its mode and the fix, instead of failing every import."""
+    import shutil
+    import tempfile
+
+    from sandgym.sandbox.bwrap_host import RUNTIME_BASE, ensure_runtime
+
+    ensure_runtime()
+    base = Path(tempfile.mkdtemp(dir=RUNTIME_BASE))  # reachable on the way (pytest's own tmp root is 0700)
+    base.chmod(0o755)
+    try:
+        _refused_then_started(base / "private")
+    finally:
+        shutil.rmtree(base)
+
+
+def _refused_then_started(private: Path) -> None:
+    from sandgym.sandbox.bwrap_host import blocked_dir
+    from sandgym.sandbox.local import LocalSandbox
+
+    env = private / "site"
+    env.mkdir(parents=True)
+    private.chmod(0o700)
+    probe = LocalSandbox(warm=False)
+    uid = probe.uid
+    probe.close()
+    if uid is None:
+        pytest.skip("the sandbox runs as this user (no uid drop): every directory it can reach, the sandbox can")
+    assert blocked_dir(str(env), uid) == str(private)
+    with pytest.raises(SandboxError) as exc:
+        LocalSandbox(warm=False, python_env=str(env))
+    msg = str(exc.value)
+    assert f"lies under {private} (mode 0700)" in msg and f"chmod o+x {private}" in msg and "requirements" in msg
+    private.chmod(0o711)
+    assert blocked_dir(str(env), uid) is None
+    LocalSandbox(warm=False, python_env=str(env)).close()
