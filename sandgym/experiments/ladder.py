@@ -10,9 +10,11 @@ Stages after the tasks (``sandgym.experiments.repo_recipe``), each found done by
    demonstration needs no foothold: it is what gives one);
 4. ``probe/sft``: the warm start on the same train tasks; ``run/train``: GRPO on the rungs where the base model or
    the warm start solved any of them (RL reinforces successes, so it goes where there are some), else the lowest;
+   ``probe/rl``: the RL policy on the other rungs' train tasks, and where it now solves any, GRPO goes on from its
+   adapter on those rungs too (``run/train/climb``): up the ladder as the policy improves;
 5. ``run/eval/<rung>/<policy>``: base, one-shot base, SFT and SFT + RL on the held-out tasks of the rungs RL trained
    on (every rung with ``--score-all``, the default of ``--size gpu``), paired over the same tasks and sampling seeds;
-   a rung where neither probe solved a task is reported out of reach from its probes;
+   a rung where no probe solved a task is reported out of reach from its probes;
 6. ``run/REPORT.md`` / ``.html`` and ``run/summary.json``: per rung, completion and the paired gains, which rungs
    are out of reach and what would change that, stage times and peak memory.
 """
@@ -199,18 +201,42 @@ def warm_start(out: Path, files: Mapping[str, Path], model: str, size: Size, ove
     return config
 
 
-def reinforce(config: TrainConfig, rungs: list[str], timings: dict[str, float]) -> str:
-    """GRPO from the warm start on ``rungs`` (their entries of the config's mix); returns the run directory."""
+def reinforce(config: TrainConfig, rungs: list[str], timings: dict[str, float], *, start: Path | None = None,
+              stage: str = "rl") -> str:
+    """GRPO on ``rungs`` (their entries of the config's mix) from the adapter in ``start`` (default: the warm start)
+    into ``config.out_dir``; returns the run directory."""
     run_dir = Path(config.out_dir)
     mix = tuple(d for d in config.domains.mix if d.name in rungs) or config.domains.mix
     rl = replace(config, init="base", domains=replace(config.domains, mix=mix),
-                 model=replace(config.model, adapter=str(run_dir / "sft" / "adapter")))
+                 model=replace(config.model, adapter=str(start or run_dir / "sft" / "adapter")))
     t = time.perf_counter()
     done = latest_checkpoint(run_dir)
     if done is None or not done.name.endswith(f"{config.optim.steps:06d}"):
         train_with_eval(rl, resume=done is not None)
-        timings["rl"] = time.perf_counter() - t
+        timings[stage] = time.perf_counter() - t
     return str(run_dir)
+
+
+def climb(config: TrainConfig, files: Mapping[str, Path], rl_rungs: list[str], run_dir: str, out: Path, size: Size,
+          timings: dict[str, float]) -> tuple[str, dict[str, Any]]:
+    """Up the ladder as the policy improves: the RL policy probed on the rungs RL did not train on; where it now
+    solves a probed train task, GRPO goes on from its adapter on those rungs too (``run/train/climb``). Returns the
+    final run directory and what was probed and climbed."""
+    above = {r: f for r, f in files.items() if r not in rl_rungs}
+    if not above:
+        return run_dir, {"probe": {}, "rungs": []}
+    t = time.perf_counter()
+    lifted = probe(above, run_dir, out / "probe" / "rl", size)
+    timings.setdefault("probe_rl", time.perf_counter() - t)
+    climbed = [r for r in above if lifted[r]["solved"] > 0]
+    if not climbed:
+        return run_dir, {"probe": lifted, "rungs": []}
+    start = latest_checkpoint(Path(run_dir))
+    print(f"[recipe] climb: the RL policy solved probed train tasks of {', '.join(climbed)}; GRPO goes on there",
+          file=sys.stderr, flush=True)
+    final = reinforce(replace(config, out_dir=str(Path(run_dir) / "climb")), [*rl_rungs, *climbed], timings,
+                      start=start, stage="climb")
+    return final, {"probe": lifted, "rungs": climbed}
 
 
 def score(out: Path, rung: str, file: Path, specs: Mapping[str, str], samples: int) -> dict[str, list[EpisodeRow]]:
@@ -259,8 +285,16 @@ def _gain(g: Mapping[str, Any] | None) -> str:
 
 
 def _probes(summary: Mapping[str, Any], rung: str) -> str:
-    return "; ".join(f"{who} solved {p[rung]['solved']} of {p[rung]['episodes']}"
-                     for who, p in (("base", summary["probe"]["base"]), ("warm start", summary["probe"]["sft"])))
+    lifted = (summary.get("climb") or {}).get("probe", {})
+    who = (("base", summary["probe"]["base"]), ("warm start", summary["probe"]["sft"]),
+           *((("RL policy", lifted),) if rung in lifted else ()))
+    return "; ".join(f"{w} solved {p[rung]['solved']} of {p[rung]['episodes']}" for w, p in who)
+
+
+def _trained(summary: Mapping[str, Any], rung: str) -> str:
+    if rung in summary["rl_rungs"]:
+        return "RL trained on it"
+    return "RL climbed to it" if rung in (summary.get("climb") or {}).get("rungs", ()) else "no RL on this rung"
 
 
 OUT_OF_REACH = ("Out of reach for this model at this size: what would change that is a bigger model (--model), a GPU "
@@ -275,7 +309,7 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
         g = m["gains"]
         solved = any(m["completion"][n]["value"] > 0 for n in ("sft", "sft_rl"))
         lines.append(f"`{rung}` ({m['tasks']} held-out tasks x {m['samples']}; "  # the recipe's adapter: SFT + RL
-                     f"{'RL trained on it' if rung in summary['rl_rungs'] else 'no RL on this rung'}): the adapter (SFT + RL) "
+                     f"{_trained(summary, rung)}): the adapter (SFT + RL) "
                      f"over base {_gain(g['sft_rl_vs_base'])}: {verdict(g['sft_rl_vs_base'])}; over the one-shot "
                      f"base {_gain(g['sft_rl_vs_oneshot'])}: {verdict(g['sft_rl_vs_oneshot'])}; RL over SFT "
                      f"{_gain(g['rl_vs_sft'])}: {verdict(g['rl_vs_sft'])}" + ("" if solved else f". {OUT_OF_REACH}"))
@@ -296,8 +330,14 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
         sections.append(Section(f"Rung `{rung}`", (
             Table(("policy", "held-out completion", "vs base (paired)", "vs one-shot base (paired)"), tuple(rows)),
             *notes)))
+    climbed = summary.get("climb") or {"probe": {}, "rungs": []}
+    if climbed["probe"]:
+        probed = ", ".join(f"`{r}` {p['solved']} of {p['episodes']}" for r, p in climbed["probe"].items())
+        lines.append(f"Up the ladder: the RL policy solved {probed} probed train tasks of the rungs RL did not train "
+                     "on; " + (f"GRPO went on from its adapter on {', '.join(climbed['rungs'])} too (the adapter "
+                               "scored is that run's)" if climbed["rungs"] else "no rung was climbed"))
     for rung in summary.get("unscored", ()):
-        lines.append(f"`{rung}` (held-out tasks not scored; no RL on this rung): neither probe solved a train task "
+        lines.append(f"`{rung}` (held-out tasks not scored; no RL on this rung): no probe solved a train task "
                      f"({_probes(summary, rung)}), so its held-out tasks were not scored (`--score-all` scores "
                      f"them). {OUT_OF_REACH}")
     timings = summary["timings"]
@@ -340,10 +380,12 @@ def run_ladder(out: Path, tasks_path: Path, rungs: tuple[str, ...], model: str, 
     print(f"[recipe] {why}", file=sys.stderr, flush=True)
     run_dir = reinforce(config, rl_rungs, timings)
     timed("rl", t)
+    run_dir, climbed = climb(config, files, rl_rungs, run_dir, out, size, timings)
+    trained = [r for r in files if r in rl_rungs or r in climbed["rungs"]]
     specs = {"base": model, "oneshot": model, "sft": sft, "sft_rl": run_dir}
     metrics = {}
     for rung, file in files.items():
-        if not size.score_all and rung not in rl_rungs:
+        if not size.score_all and rung not in trained:
             continue
         t = time.perf_counter()
         rows = score(out / "run" / "eval", rung, file, specs, size.samples)
@@ -351,7 +393,8 @@ def run_ladder(out: Path, tasks_path: Path, rungs: tuple[str, ...], model: str, 
         if rung == "find":
             metrics[rung]["test_name_baseline"] = name_baseline(file, rows["sft_rl"])
         timed(f"eval_{rung}", t)
-    summary = {"probe": {"base": base, "sft": warm}, "rl_rungs": rl_rungs, "why": why, "rungs": metrics,
+    summary = {"probe": {"base": base, "sft": warm}, "rl_rungs": rl_rungs, "why": why, "climb": climbed,
+               "rl_run": run_dir, "rungs": metrics,
                "unscored": [r for r in files if r not in metrics], "timings": timings,
                "peak_memory_mb": peak_memory_mb()}
     (out / "run" / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
