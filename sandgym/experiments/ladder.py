@@ -291,6 +291,12 @@ def _probes(summary: Mapping[str, Any], rung: str) -> str:
     return "; ".join(f"{w} solved {p[rung]['solved']} of {p[rung]['episodes']}" for w, p in who)
 
 
+def _guess(m: Mapping[str, Any]) -> str:
+    b = m.get("test_name_baseline")
+    return "" if b is None else (f"; a guess from the failing test's name alone, no model: "
+                                 f"{b['guessed'] / max(1, b['tasks']):.3f} (adapter {m['completion']['sft_rl']['value']:.3f})")
+
+
 def _trained(summary: Mapping[str, Any], rung: str) -> str:
     if rung in summary["rl_rungs"]:
         return "RL trained on it"
@@ -312,7 +318,7 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
                      f"{_trained(summary, rung)}): the adapter (SFT + RL) "
                      f"over base {_gain(g['sft_rl_vs_base'])}: {verdict(g['sft_rl_vs_base'])}; over the one-shot "
                      f"base {_gain(g['sft_rl_vs_oneshot'])}: {verdict(g['sft_rl_vs_oneshot'])}; RL over SFT "
-                     f"{_gain(g['rl_vs_sft'])}: {verdict(g['rl_vs_sft'])}" + ("" if solved else f". {OUT_OF_REACH}"))
+                     f"{_gain(g['rl_vs_sft'])}: {verdict(g['rl_vs_sft'])}" + _guess(m) + ("" if solved else f". {OUT_OF_REACH}"))
         rows = []
         for name, label in POLICIES:
             rows.append((label, format_interval(m["completion"][name]),
@@ -323,10 +329,14 @@ def ladder_report(summary: Mapping[str, Any]) -> Report:
                       "intervals over tasks; gains paired over the same tasks and seeds (sign-flip test). Probed "
                       f"train tasks: {_probes(summary, rung)}.")]
         if (b := m.get("test_name_baseline")) is not None:
-            notes.append(Text(f"A guess without a model, the failing test's name less its `test_` prefix, names "
-                              f"{b['guessed']} of {b['tasks']} held-out definitions; SFT + RL named {b['solved_beyond']}"
-                              " of the others: a gain at this rung is the answer's form and reading the report, and the "
-                              "share beyond the guess is what is more than the test's name."))
+            guess, adapter = b["guessed"] / max(1, b["tasks"]), m["completion"]["sft_rl"]["value"]
+            notes.append(Text(
+                f"A guess without a model, the failing test's name less its `test_` prefix, names {b['guessed']} of "
+                f"{b['tasks']} held-out definitions ({guess:.3f}); SFT + RL {adapter:.3f}, {b['solved_beyond']} of its "
+                "successes beyond the guess. " + (
+                    "The guess does at least as well as the adapter: what the adapter learned at this rung is the "
+                    "answer's form and reading the test's name, not a search of the code." if guess >= adapter else
+                    "The adapter does better than the guess: more than the test's name was read.")))
         sections.append(Section(f"Rung `{rung}`", (
             Table(("policy", "held-out completion", "vs base (paired)", "vs one-shot base (paired)"), tuple(rows)),
             *notes)))
