@@ -403,10 +403,12 @@ def run_ladder(out: Path, tasks_path: Path, rungs: tuple[str, ...], model: str, 
         if rung == "find":
             metrics[rung]["test_name_baseline"] = name_baseline(file, rows["sft_rl"])
         timed(f"eval_{rung}", t)
+    path = out / "run" / "summary.json"
+    earlier = json.loads(path.read_text(encoding="utf-8")).get("peak_memory_mb", 0.0) if path.is_file() else 0.0
     summary = {"probe": {"base": base, "sft": warm}, "rl_rungs": rl_rungs, "why": why, "climb": climbed,
                "rl_run": run_dir, "rungs": metrics,
                "unscored": [r for r in files if r not in metrics], "timings": timings,
-               "peak_memory_mb": peak_memory_mb()}
-    (out / "run" / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+               "peak_memory_mb": max(peak_memory_mb(), earlier)}  # a resumed run keeps its earlier sittings' peak
+    path.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     ladder_report(summary).write(out / "run", stem="REPORT")
     return summary
