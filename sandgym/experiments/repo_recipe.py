@@ -65,7 +65,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--samples", type=int, default=None, help="samples per held-out task (default: the size's, 1 on "
                    "cpu)")
     p.add_argument("--score-all", action="store_true", help="score every rung's held-out tasks (the default of "
-                   "--size gpu); with --size cpu only the rungs RL trained on are scored, and a rung neither probe "
+                   "--size gpu); with --size cpu only the rungs RL trained or climbed to are scored, and a rung no probe "
                    "solved a task of is reported out of reach from its probes")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a key of the training config, e.g. --set optim.steps=8 (repeatable)")
